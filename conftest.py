@@ -1,0 +1,1 @@
+# Puts the repository root on sys.path so the tests import this checkout's packages.

@@ -1,0 +1,8 @@
+"""fairseq-mgsa: Multi-Granularity Self-Attention for fairseq (`--user-dir fairseq_mgsa`).
+
+Importing the package registers its models, tasks and criterions with fairseq, and
+lets torch.load read the checkpoints fairseq writes (see checkpoint_loading.py).
+"""
+
+from . import checkpoint_loading  # noqa: F401
+from . import models  # noqa: F401

@@ -1,0 +1,1 @@
+from . import mgsa_transformer  # noqa: F401

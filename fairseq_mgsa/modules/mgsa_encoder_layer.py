@@ -1,0 +1,56 @@
+"""A Transformer encoder layer whose self-attention is MG-SA.
+
+Everything but the self-attention (feed-forward block, layer norms, dropout,
+residuals) is fairseq's TransformerEncoderLayerBase; `forward` differs only in
+passing the phrase partitions to the attention and returning the composed phrases.
+"""
+
+from typing import Dict, Optional
+
+from fairseq.modules.transformer_layer import TransformerEncoderLayerBase
+from torch import Tensor
+
+from .multi_granularity_attention import MultiGranularitySelfAttention
+from .partition import Partition
+
+
+def parse_granularities(spec: str):
+    return [g.strip() for g in spec.split(",") if g.strip()]
+
+
+class MGSAEncoderLayer(TransformerEncoderLayerBase):
+    def build_self_attention(self, embed_dim, cfg):
+        return MultiGranularitySelfAttention(
+            embed_dim,
+            cfg.encoder.attention_heads,
+            granularities=parse_granularities(cfg.mgsa_granularities),
+            composition=cfg.mgsa_composition,
+            interaction=cfg.mgsa_interaction,
+            onlstm_chunk_size=cfg.mgsa_onlstm_chunk_size,
+            dropout=cfg.attention_dropout,
+            q_noise=self.quant_noise,
+            qn_block_size=self.quant_noise_block_size,
+        )
+
+    def forward(self, x: Tensor, encoder_padding_mask: Optional[Tensor], partitions: Dict[str, Partition]):
+        """x: T x B x C. Returns (x, composed phrases per granularity)."""
+        residual = x
+        if self.normalize_before:
+            x = self.self_attn_layer_norm(x)
+        x, composed = self.self_attn(x, key_padding_mask=encoder_padding_mask, partitions=partitions)
+        x = self.dropout_module(x)
+        x = self.residual_connection(x, residual)
+        if not self.normalize_before:
+            x = self.self_attn_layer_norm(x)
+
+        residual = x
+        if self.normalize_before:
+            x = self.final_layer_norm(x)
+        x = self.activation_fn(self.fc1(x))
+        x = self.activation_dropout_module(x)
+        x = self.fc2(x)
+        x = self.dropout_module(x)
+        x = self.residual_connection(x, residual)
+        if not self.normalize_before:
+            x = self.final_layer_norm(x)
+        return x, composed

@@ -1,0 +1,77 @@
+"""Phrase partition: which phrase every source token belongs to, at one granularity.
+
+A partition is held as a token -> phrase map rather than as a list of spans, so that
+composition can be written as batched scatter operations over tokens:
+
+    phrase_index  B x T   phrase of each token within its sentence (0-based),
+                          -1 at padding positions
+    num_phrases   B       phrases per sentence
+
+Phrases are numbered left to right inside each sentence whatever the batch's
+padding side is, so phrase memories are always right-padded along the phrase axis.
+
+The last real token of every source is fairseq's end-of-sentence symbol; it forms a
+phrase of its own at every granularity (n-gram and syntactic alike), so the words'
+phrases never straddle it.
+"""
+
+import re
+from typing import NamedTuple
+
+import torch
+from torch import Tensor
+
+NGRAM = re.compile(r"^ngram([1-9][0-9]*)$")
+SYNTACTIC = re.compile(r"^syn([1-9][0-9]*)$")
+
+
+class Partition(NamedTuple):
+    phrase_index: Tensor  # B x T, long, -1 at padding
+    num_phrases: Tensor  # B, long
+
+    @property
+    def max_phrases(self) -> int:
+        return int(self.num_phrases.max())
+
+    def phrase_padding_mask(self) -> Tensor:
+        """B x P, True where a phrase slot is padding."""
+        slots = torch.arange(self.max_phrases, device=self.num_phrases.device)
+        return slots.unsqueeze(0) >= self.num_phrases.unsqueeze(1)
+
+
+def token_positions(padding_mask: Tensor):
+    """Position of each token within its sentence (left or right padding), and lengths.
+
+    padding_mask: B x T, True at padding. Returns (positions B x T, lengths B).
+    """
+    real = (~padding_mask).long()
+    return real.cumsum(dim=1) - 1, real.sum(dim=1)
+
+
+def ngram_partition(padding_mask: Tensor, n: int) -> Partition:
+    """Non-overlapping n-grams over the words (the last one may be short) + an EOS phrase."""
+    pos, lengths = token_positions(padding_mask)
+    num_words = lengths - 1
+    word_phrases = torch.div(num_words + n - 1, n, rounding_mode="floor")  # ceil(words / n)
+    index = torch.div(pos, n, rounding_mode="floor")
+    is_eos = pos == (lengths - 1).unsqueeze(1)
+    index = torch.where(is_eos, word_phrases.unsqueeze(1), index)
+    index = index.masked_fill(padding_mask, -1)
+    return Partition(index, word_phrases + 1)
+
+
+def spans_to_partition(phrase_lengths: Tensor, num_phrases: Tensor, padding_mask: Tensor) -> Partition:
+    """Partition from per-sentence phrase lengths (words only; EOS is added here).
+
+    phrase_lengths: B x M, right-padded with 0, lengths in tokens of each word phrase
+    num_phrases:    B, number of word phrases per sentence (without the EOS phrase)
+    padding_mask:   B x T of the token batch (left or right padded)
+    """
+    pos, lengths = token_positions(padding_mask)
+    ends = phrase_lengths.cumsum(dim=1)  # B x M, exclusive end of each phrase
+    # phrase of a word = number of phrase ends at or before its position
+    index = torch.searchsorted(ends, pos.clamp(min=0), right=True)
+    is_eos = pos == (lengths - 1).unsqueeze(1)
+    index = torch.where(is_eos, num_phrases.unsqueeze(1), index)
+    index = index.masked_fill(padding_mask, -1)
+    return Partition(index, num_phrases + 1)

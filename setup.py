@@ -1,0 +1,37 @@
+"""fairseq-mgsa: Multi-Granularity Self-Attention (Hao et al., EMNLP 2019) as a fairseq plugin.
+
+Install with `bash scripts/install.sh` (see README): it installs torch first and pins
+it while pip builds fairseq, so fairseq's build does not fetch a second torch.
+"""
+
+from setuptools import find_packages, setup
+
+setup(
+    name="fairseq-mgsa",
+    version="0.1.0",
+    description="Multi-Granularity Self-Attention for neural machine translation, as a fairseq --user-dir plugin",
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    python_requires=">=3.8",
+    packages=find_packages(include=["fairseq_mgsa", "fairseq_mgsa.*", "preprocess", "preprocess.*"]),
+    install_requires=[
+        # fairseq 0.12.2 does not import on Python 3.11 (dataclass defaults); the
+        # fairseq-fixed fork carries the fixes and installs the same `fairseq` module.
+        'fairseq==0.12.2; python_version < "3.11"',
+        'fairseq-fixed==0.12.3.1; python_version >= "3.11"',
+        "torch",
+        "numpy",
+        "stanza",
+        "sacrebleu>=2.0",
+        "subword-nmt",
+        "tqdm",
+        "matplotlib",
+    ],
+    extras_require={"test": ["pytest", "hypothesis"]},
+    entry_points={
+        "console_scripts": [
+            "mgsa-preprocess = preprocess.cli:main",
+            "mgsa-user-dir = fairseq_mgsa.user_dir:main",
+        ],
+    },
+)
