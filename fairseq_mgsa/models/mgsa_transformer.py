@@ -165,26 +165,41 @@ class MGSATransformerModel(TransformerModel):
 
 def mgsa_defaults(args):
     for name, value in vars(MGSAConfig()).items():
-        if getattr(args, name, None) is None:
+        if name.startswith("mgsa_") and getattr(args, name, None) is None:
             setattr(args, name, value)
 
 
-@register_model_architecture("mgsa_transformer", "mgsa_transformer")
-def mgsa_transformer(args):
-    """Transformer-Base (as fairseq's `transformer`): d 512, ffn 2048, 8 heads, 6+6 layers."""
-    mgsa_defaults(args)
-    base_architecture(args)
+def check_mgsa_args(args):
+    """Raise ValueError for an MG-SA configuration the encoder could not be built with."""
+    granularities = parse_granularities(args.mgsa_granularities)
+    for g in granularities:
+        check_granularity(g)
+    heads = args.encoder_attention_heads
+    if heads % len(granularities) != 0:
+        raise ValueError(f"--mgsa-granularities {args.mgsa_granularities}: {heads} heads cannot be split "
+                         f"evenly over {len(granularities)} granularities")
+    parse_mgsa_layers(args.mgsa_layers, args.encoder_layers)
 
 
-@register_model_architecture("mgsa_transformer", "mgsa_transformer_big")
-def mgsa_transformer_big(args):
-    """Transformer-Big (as `transformer_vaswani_wmt_en_de_big`): d 1024, ffn 4096, 16 heads."""
-    mgsa_defaults(args)
-    transformer_vaswani_wmt_en_de_big(args)
+def mgsa_architecture(name: str, transformer_arch):
+    """Register `name` as `transformer_arch` plus MG-SA defaults; a bad MG-SA option
+    stops the command with a one-line error instead of a traceback."""
+
+    def arch(args):
+        mgsa_defaults(args)
+        transformer_arch(args)
+        try:
+            check_mgsa_args(args)
+        except ValueError as e:
+            raise SystemExit(f"error: {e}")
+
+    arch.__doc__ = f"MG-SA encoder on fairseq's `{transformer_arch.__name__}` architecture."
+    return register_model_architecture("mgsa_transformer", name)(arch)
 
 
-@register_model_architecture("mgsa_transformer", "mgsa_transformer_iwslt_de_en")
-def mgsa_transformer_iwslt_de_en(args):
-    """IWSLT size (as `transformer_iwslt_de_en`): d 512, ffn 1024, 4 heads (one per granularity)."""
-    mgsa_defaults(args)
-    transformer_iwslt_de_en(args)
+# Transformer-Base (as fairseq's `transformer`): d 512, ffn 2048, 8 heads, 6+6 layers.
+mgsa_transformer = mgsa_architecture("mgsa_transformer", base_architecture)
+# Transformer-Big: d 1024, ffn 4096, 16 heads, dropout 0.3.
+mgsa_transformer_big = mgsa_architecture("mgsa_transformer_big", transformer_vaswani_wmt_en_de_big)
+# IWSLT size: d 512, ffn 1024, 4 heads (one per granularity).
+mgsa_transformer_iwslt_de_en = mgsa_architecture("mgsa_transformer_iwslt_de_en", transformer_iwslt_de_en)
