@@ -5,4 +5,8 @@ lets torch.load read the checkpoints fairseq writes (see checkpoint_loading.py).
 """
 
 from . import checkpoint_loading  # noqa: F401
-from . import models  # noqa: F401
+from .errors import MGSAError, install_excepthook
+
+install_excepthook()
+
+from . import models  # noqa: F401,E402

@@ -65,3 +65,12 @@ def test_train_resume_generate(data_bin, tmp_path, composition, interaction):
     ids = sorted(int(m) for m in re.findall(r"^H-(\d+)\t", out, flags=re.M))
     assert ids == list(range(N_TEST))
     assert re.search(r"Generate test with beam=2: BLEU4 = [\d.]+", out)
+
+
+def test_a_bad_option_is_one_line_without_traceback(data_bin):
+    proc = subprocess.run(["fairseq-train", str(data_bin), "--user-dir", USER_DIR, "--arch", "mgsa_transformer", *TINY,
+                           "--mgsa-granularities", "word,ngram2,phrase", "--cpu"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr
+    assert "fairseq-mgsa error: unknown MG-SA granularity 'phrase'" in proc.stderr

@@ -11,6 +11,7 @@ from fairseq.data import Dictionary
 from fairseq.tasks.translation import TranslationTask
 
 import fairseq_mgsa  # noqa: F401  (registers the model)
+from fairseq_mgsa import MGSAError
 from fairseq_mgsa.models.mgsa_transformer import MGSATransformerModel, parse_mgsa_layers
 
 USER_DIR = os.path.dirname(os.path.abspath(fairseq_mgsa.__file__))
@@ -67,8 +68,8 @@ def test_mgsa_layers_option():
     (["--mgsa-granularities", "word,ngram2,ngram3"], "4 heads cannot be split evenly over 3 granularities"),
     (["--mgsa-layers", "3"], "layer 3 is out of range, the encoder has layers 1..2"),
 ])
-def test_bad_model_options_stop_the_command_with_a_clear_error(extra, error):
-    with pytest.raises(SystemExit, match=error):
+def test_bad_model_options_are_clear_errors_at_argument_parsing(extra, error):
+    with pytest.raises(MGSAError, match=error):
         build(extra)
 
 

@@ -7,9 +7,10 @@ line they are --mgsa-layers, --mgsa-granularities, --mgsa-composition,
 """
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import torch
+import torch.nn as nn
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from fairseq.dataclass.utils import gen_parser_from_dataclass
 from fairseq.models import register_model, register_model_architecture
@@ -24,9 +25,11 @@ from fairseq.distributed import fsdp_wrap
 from fairseq.modules.checkpoint_activations import checkpoint_wrapper
 from torch import Tensor
 
+from ..errors import MGSAError
+
 from ..modules.mgsa_encoder_layer import MGSAEncoderLayer, parse_granularities
 from ..modules.multi_granularity_attention import check_granularity
-from ..modules.partition import NGRAM, Partition, ngram_partition
+from ..modules.partition import NGRAM, SYNTACTIC, Partition, ngram_partition, spans_to_partition
 
 
 @dataclass
@@ -60,10 +63,10 @@ def parse_mgsa_layers(spec: str, num_layers: int) -> List[int]:
     try:
         layers = [int(s) for s in spec.split(",") if s.strip()]
     except ValueError:
-        raise ValueError(f"--mgsa-layers {spec!r}: expected comma-separated layer numbers (1 = bottom) or 'all'")
+        raise MGSAError(f"--mgsa-layers {spec!r}: expected comma-separated layer numbers (1 = bottom) or 'all'")
     for i in layers:
         if not 1 <= i <= num_layers:
-            raise ValueError(f"--mgsa-layers {spec!r}: layer {i} is out of range, the encoder has layers 1..{num_layers}")
+            raise MGSAError(f"--mgsa-layers {spec!r}: layer {i} is out of range, the encoder has layers 1..{num_layers}")
     return sorted(set(i - 1 for i in layers))
 
 
@@ -77,6 +80,10 @@ class MGSATransformerEncoder(TransformerEncoderBase):
         self.phrase_granularities = [g for g in dict.fromkeys(granularities) if g != "word"]
         for i in self.mgsa_layer_ids:
             self.layers[i] = self.build_mgsa_layer(cfg)
+        # phrase-tag supervision: p_i = softmax(W_t g_i + b_t) on the composed syntactic phrases
+        num_tags = getattr(cfg, "mgsa_num_phrase_tags", 0) or 0
+        has_syntax = any(SYNTACTIC.match(g) for g in self.phrase_granularities)
+        self.phrase_tag_classifier = nn.Linear(cfg.encoder.embed_dim, num_tags) if has_syntax and num_tags else None
 
     def build_mgsa_layer(self, cfg):
         # same wrapping as fairseq's build_encoder_layer
@@ -86,15 +93,38 @@ class MGSATransformerEncoder(TransformerEncoderBase):
         min_params_to_wrap = cfg.min_params_to_wrap if not cfg.checkpoint_activations else 0
         return fsdp_wrap(layer, min_num_params=min_params_to_wrap)
 
-    def build_partitions(self, padding_mask: Tensor) -> Dict[str, Partition]:
+    def build_partitions(self, padding_mask: Tensor, src_phrase_lengths: Optional[Tensor],
+                         src_phrase_counts: Optional[Tensor]) -> Dict[str, Partition]:
+        """src_phrase_lengths: L x B x M phrase lengths of each tree level (words only,
+        right-padded with 0); src_phrase_counts: L x B. Both from the mgsa_translation task."""
         partitions = {}
         for g in self.phrase_granularities:
             m = NGRAM.match(g)
             if m:
                 partitions[g] = ngram_partition(padding_mask, int(m.group(1)))
-            else:
-                raise ValueError(f"granularity {g!r} needs phrase partitions from the data")
+                continue
+            level = int(SYNTACTIC.match(g).group(1))
+            if src_phrase_lengths is None:
+                raise MGSAError(f"MG-SA granularity {g!r} needs the phrase files of mgsa-preprocess: "
+                                 f"train with --task mgsa_translation on a directory that has them")
+            if level > src_phrase_lengths.size(0):
+                raise MGSAError(f"MG-SA granularity {g!r} needs tree level {level}, but the phrase files "
+                                 f"hold {src_phrase_lengths.size(0)} levels (mgsa-preprocess --levels)")
+            partitions[g] = spans_to_partition(src_phrase_lengths[level - 1], src_phrase_counts[level - 1],
+                                               padding_mask)
         return partitions
+
+    def phrase_tag_logits(self, encoder_out) -> List[Tuple[int, Tensor, Partition]]:
+        """(tree level, B x P x tags logits, partition) for every syntactic granularity of every MG-SA layer."""
+        if self.phrase_tag_classifier is None:
+            return []
+        out = []
+        for layer_composed in encoder_out["mgsa_composed"]:
+            for g, (composed, partition) in layer_composed.items():
+                m = SYNTACTIC.match(g)
+                if m:
+                    out.append((int(m.group(1)), self.phrase_tag_classifier(composed), partition))
+        return out
 
     def forward(
         self,
@@ -102,6 +132,8 @@ class MGSATransformerEncoder(TransformerEncoderBase):
         src_lengths: Optional[Tensor] = None,
         return_all_hiddens: bool = False,
         token_embeddings: Optional[Tensor] = None,
+        src_phrase_lengths: Optional[Tensor] = None,
+        src_phrase_counts: Optional[Tensor] = None,
     ):
         """As TransformerEncoderBase.forward, plus the phrase partitions for MG-SA layers.
 
@@ -110,7 +142,7 @@ class MGSATransformerEncoder(TransformerEncoderBase):
         """
         padding_mask = src_tokens.eq(self.padding_idx)  # B x T
         has_pads = bool(padding_mask.any())
-        partitions = self.build_partitions(padding_mask)
+        partitions = self.build_partitions(padding_mask, src_phrase_lengths, src_phrase_counts)
 
         x, encoder_embedding = self.forward_embedding(src_tokens, token_embeddings)
         if has_pads:
@@ -159,8 +191,28 @@ class MGSATransformerModel(TransformerModel):
         gen_parser_from_dataclass(parser, MGSAConfig(), delete_default=True)
 
     @classmethod
+    def build_model(cls, args, task):
+        tags = getattr(task, "tag_dictionary", None)
+        args.mgsa_num_phrase_tags = len(tags) if tags is not None else 0
+        return super().build_model(args, task)
+
+    @classmethod
     def build_encoder(cls, cfg, src_dict, embed_tokens):
         return MGSATransformerEncoder(cfg, src_dict, embed_tokens)
+
+    def forward(self, src_tokens, src_lengths, prev_output_tokens, return_all_hiddens: bool = True,
+                features_only: bool = False, alignment_layer: Optional[int] = None,
+                alignment_heads: Optional[int] = None, src_phrase_lengths: Optional[Tensor] = None,
+                src_phrase_counts: Optional[Tensor] = None):
+        """As TransformerModel.forward; the decoder's extra output also holds
+        "phrase_tag_logits" (see MGSATransformerEncoder.phrase_tag_logits)."""
+        encoder_out = self.encoder(src_tokens, src_lengths=src_lengths, return_all_hiddens=return_all_hiddens,
+                                   src_phrase_lengths=src_phrase_lengths, src_phrase_counts=src_phrase_counts)
+        decoder_out = self.decoder(prev_output_tokens, encoder_out=encoder_out, features_only=features_only,
+                                   alignment_layer=alignment_layer, alignment_heads=alignment_heads,
+                                   src_lengths=src_lengths, return_all_hiddens=return_all_hiddens)
+        decoder_out[1]["phrase_tag_logits"] = self.encoder.phrase_tag_logits(encoder_out)
+        return decoder_out
 
 
 def mgsa_defaults(args):
@@ -170,28 +222,25 @@ def mgsa_defaults(args):
 
 
 def check_mgsa_args(args):
-    """Raise ValueError for an MG-SA configuration the encoder could not be built with."""
+    """Raise MGSAError for an MG-SA configuration the encoder could not be built with."""
     granularities = parse_granularities(args.mgsa_granularities)
     for g in granularities:
         check_granularity(g)
     heads = args.encoder_attention_heads
     if heads % len(granularities) != 0:
-        raise ValueError(f"--mgsa-granularities {args.mgsa_granularities}: {heads} heads cannot be split "
+        raise MGSAError(f"--mgsa-granularities {args.mgsa_granularities}: {heads} heads cannot be split "
                          f"evenly over {len(granularities)} granularities")
     parse_mgsa_layers(args.mgsa_layers, args.encoder_layers)
 
 
 def mgsa_architecture(name: str, transformer_arch):
     """Register `name` as `transformer_arch` plus MG-SA defaults; a bad MG-SA option
-    stops the command with a one-line error instead of a traceback."""
+    stops the command at argument parsing with a one-line error (see errors.py)."""
 
     def arch(args):
         mgsa_defaults(args)
         transformer_arch(args)
-        try:
-            check_mgsa_args(args)
-        except ValueError as e:
-            raise SystemExit(f"error: {e}")
+        check_mgsa_args(args)
 
     arch.__doc__ = f"MG-SA encoder on fairseq's `{transformer_arch.__name__}` architecture."
     return register_model_architecture("mgsa_transformer", name)(arch)

@@ -14,6 +14,8 @@ import math
 import torch
 import torch.nn as nn
 from torch import Tensor
+
+from ..errors import MGSAError
 from torch.nn.utils.rnn import PackedSequence
 
 
@@ -106,4 +108,4 @@ def build_composition(name: str, embed_dim: int, dim: int) -> nn.Module:
         return SANComposition(embed_dim, dim)
     if name == "lstm":
         return LSTMComposition(embed_dim, dim)
-    raise ValueError(f"unknown phrase composition {name!r}: expected one of max, lstm, san")
+    raise MGSAError(f"unknown phrase composition {name!r}: expected one of max, lstm, san")

@@ -12,6 +12,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from torch import Tensor
+
+from ..errors import MGSAError
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 
@@ -47,7 +49,7 @@ class ONLSTM(nn.Module):
     def __init__(self, input_dim: int, hidden_dim: int, chunk_size: int):
         super().__init__()
         if hidden_dim % chunk_size != 0:
-            raise ValueError(f"ON-LSTM hidden size {hidden_dim} is not divisible by chunk size {chunk_size}")
+            raise MGSAError(f"ON-LSTM hidden size {hidden_dim} is not divisible by chunk size {chunk_size}")
         self.hidden_dim = hidden_dim
         self.chunk_size = chunk_size
         self.n_chunks = hidden_dim // chunk_size
@@ -97,4 +99,4 @@ def build_interaction(name: str, embed_dim: int, dim: int, chunk_size: int):
         return LSTMInteraction(embed_dim, dim)
     if name == "onlstm":
         return ONLSTMInteraction(embed_dim, dim, chunk_size)
-    raise ValueError(f"unknown phrase interaction {name!r}: expected one of none, lstm, onlstm")
+    raise MGSAError(f"unknown phrase interaction {name!r}: expected one of none, lstm, onlstm")

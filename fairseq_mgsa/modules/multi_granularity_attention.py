@@ -20,13 +20,15 @@ import torch.nn.functional as F
 from fairseq.modules import MultiheadAttention
 from torch import Tensor
 
+from ..errors import MGSAError
+
 from .partition import NGRAM, SYNTACTIC, Partition
 from .phrase_memory import PhraseMemory
 
 
 def check_granularity(name: str) -> None:
     if name != "word" and not NGRAM.match(name) and not SYNTACTIC.match(name):
-        raise ValueError(
+        raise MGSAError(
             f"unknown MG-SA granularity {name!r}: expected 'word', 'ngramN' (e.g. ngram3) or 'synK' (e.g. syn2)"
         )
 
@@ -47,7 +49,7 @@ class MultiGranularitySelfAttention(MultiheadAttention):
         for g in granularities:
             check_granularity(g)
         if num_heads % len(granularities) != 0:
-            raise ValueError(
+            raise MGSAError(
                 f"MG-SA splits heads evenly over granularities: {num_heads} heads cannot be split "
                 f"over {len(granularities)} granularities ({','.join(granularities)})"
             )
