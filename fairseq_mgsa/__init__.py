@@ -9,4 +9,4 @@ from .errors import MGSAError, install_excepthook
 
 install_excepthook()
 
-from . import models  # noqa: F401,E402
+from . import criterions, data, models, tasks  # noqa: F401,E402

@@ -114,3 +114,66 @@ def test_checkpoints_load_with_weights_only_and_protection_stays_on():
     buf.seek(0)
     with pytest.raises(Exception, match="weights_only"):
         torch.load(buf)
+
+
+def build_syntactic(extra=()):
+    """A tiny syntactic model with a tag dictionary of 6 tags, as mgsa_translation builds it."""
+    parser = options.get_training_parser()
+    args = options.parse_args_and_arch(parser, ["unused-data", "--user-dir", USER_DIR, "--arch",
+                                                "mgsa_transformer_syntactic", *TINY, *extra])
+    d = make_dict()
+    task = TranslationTask(args, d, d)
+    task.tag_dictionary = Dictionary()
+    for t in ["NP", "VP", "PP", "DT", "NN", "VBD"]:
+        task.tag_dictionary.add_symbol(t)
+    return task.build_model(args), d, task.tag_dictionary
+
+
+def random_phrases(n_words, levels, g):
+    """Nested random partitions of n_words words: level k+1 refines level k."""
+    out, cuts = [], set()
+    for _ in range(levels):
+        cuts |= {int(c) for c in torch.randint(1, max(n_words, 2), (2,), generator=g) if 0 < c < n_words}
+        bounds = [0, *sorted(cuts), n_words]
+        out.append([b - a for a, b in zip(bounds, bounds[1:])])
+    return out
+
+
+@pytest.mark.parametrize("left", [True, False])
+def test_syntactic_encoder_is_the_same_alone_and_in_a_padded_batch(left):
+    model, d, tags = build_syntactic()
+    model.eval()
+    assert model.encoder.layers[0].self_attn.granularities == ["word", "syn1", "syn2", "syn3"]
+    g = torch.Generator().manual_seed(1)
+    sents = [torch.randint(4, len(d), (n,), generator=g).tolist() + [d.eos()] for n in (8, 3, 5, 1)]
+    phrases = [random_phrases(len(s) - 1, 3, g) for s in sents]
+    M = max(len(p) for ph in phrases for p in ph)
+
+    def phrase_tensors(items):
+        lengths = torch.zeros(3, len(items), M, dtype=torch.long)
+        counts = torch.zeros(3, len(items), dtype=torch.long)
+        for b, ph in enumerate(items):
+            for k, lens in enumerate(ph):
+                lengths[k, b, :len(lens)] = torch.tensor(lens)
+                counts[k, b] = len(lens)
+        return lengths, counts
+
+    tokens = batch(sents, d.pad(), left)
+    lengths, counts = phrase_tensors(phrases)
+    with torch.no_grad():
+        out = model.encoder(tokens, None, src_phrase_lengths=lengths, src_phrase_counts=counts)["encoder_out"][0]
+        for b, s in enumerate(sents):
+            l1, c1 = phrase_tensors([phrases[b]])
+            alone = model.encoder(torch.tensor([s]), None, src_phrase_lengths=l1,
+                                  src_phrase_counts=c1)["encoder_out"][0][:, 0]
+            real = tokens[b].ne(d.pad()).nonzero().squeeze(1)
+            torch.testing.assert_close(out[real, b], alone, atol=1e-5, rtol=1e-5)
+
+
+def test_syntactic_granularity_without_phrase_data_is_a_clear_error():
+    model, d, _ = build_syntactic()
+    with pytest.raises(MGSAError, match="'syn1' needs the phrase files of mgsa-preprocess"):
+        model.encoder(torch.tensor([[5, 6, d.eos()]]), None)
+    with pytest.raises(MGSAError, match="'syn3' needs tree level 3, but the phrase files hold 2 levels"):
+        model.encoder(torch.tensor([[5, 6, d.eos()]]), None,
+                      src_phrase_lengths=torch.tensor([[[2]], [[2]]]), src_phrase_counts=torch.tensor([[1], [1]]))

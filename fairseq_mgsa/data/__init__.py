@@ -1,0 +1,1 @@
+from .phrase_pair_dataset import PhrasePairDataset  # noqa: F401

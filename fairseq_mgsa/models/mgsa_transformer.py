@@ -233,11 +233,20 @@ def check_mgsa_args(args):
     parse_mgsa_layers(args.mgsa_layers, args.encoder_layers)
 
 
-def mgsa_architecture(name: str, transformer_arch):
-    """Register `name` as `transformer_arch` plus MG-SA defaults; a bad MG-SA option
-    stops the command at argument parsing with a one-line error (see errors.py)."""
+# The paper's best configuration (its Table 3, row 6): word + top 3 tree levels,
+# SAN composition, phrase-tag supervision, ON-LSTM interaction, encoder layer 1.
+PAPER_SYNTACTIC = dict(mgsa_layers="1", mgsa_granularities="word,syn1,syn2,syn3",
+                       mgsa_composition="san", mgsa_interaction="onlstm")
+
+
+def mgsa_architecture(name: str, transformer_arch, preset=None):
+    """Register `name` as `transformer_arch` plus MG-SA defaults (`preset` first); a bad
+    MG-SA option stops the command at argument parsing with a one-line error (see errors.py)."""
 
     def arch(args):
+        for key, value in (preset or {}).items():
+            if getattr(args, key, None) is None:
+                setattr(args, key, value)
         mgsa_defaults(args)
         transformer_arch(args)
         check_mgsa_args(args)
@@ -252,3 +261,7 @@ mgsa_transformer = mgsa_architecture("mgsa_transformer", base_architecture)
 mgsa_transformer_big = mgsa_architecture("mgsa_transformer_big", transformer_vaswani_wmt_en_de_big)
 # IWSLT size: d 512, ffn 1024, 4 heads (one per granularity).
 mgsa_transformer_iwslt_de_en = mgsa_architecture("mgsa_transformer_iwslt_de_en", transformer_iwslt_de_en)
+# The paper's full MG-SA, base and big.
+mgsa_transformer_syntactic = mgsa_architecture("mgsa_transformer_syntactic", base_architecture, PAPER_SYNTACTIC)
+mgsa_transformer_big_syntactic = mgsa_architecture(
+    "mgsa_transformer_big_syntactic", transformer_vaswani_wmt_en_de_big, PAPER_SYNTACTIC)

@@ -1,0 +1,1 @@
+from . import mgsa_translation  # noqa: F401
