@@ -73,3 +73,11 @@ def test_criterion_adds_weighted_tag_loss_and_classifier_always_gets_a_gradient(
     grad = model.encoder.phrase_tag_classifier.weight.grad
     assert grad is not None
     assert (grad.abs().sum() > 0) == (weight > 0)
+
+
+def test_unknown_tags_are_not_supervised():
+    logits = torch.randn(1, 3, 7)
+    tags = torch.tensor([[[4, 3]]])  # second phrase has the unknown tag (3)
+    loss, correct, count = phrase_tag_loss([(1, logits, None)], tags, PAD, unk=3)
+    assert count == 1
+    assert math.isclose(loss.item(), -F.log_softmax(logits[0, 0], -1)[4].item(), rel_tol=1e-5)

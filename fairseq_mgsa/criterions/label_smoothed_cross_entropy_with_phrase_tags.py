@@ -1,8 +1,9 @@
 """`label_smoothed_cross_entropy_with_phrase_tags`: L = NLL (label-smoothed) + lambda * L_tag.
 
 L_tag = -sum_i log p(t_i | g_i), summed over the syntactic phrases of the batch
-(every syntactic granularity of every MG-SA layer), the end-of-sentence phrase and
-padding excluded. Logs tag_loss (per phrase, base 2) and tag_accuracy beside
+(every syntactic granularity of every MG-SA layer), the end-of-sentence phrase,
+padding and unknown tags (phrases mgsa-preprocess --lenient repaired, tags unseen in
+training) excluded. Logs tag_loss (per phrase, base 2) and tag_accuracy beside
 fairseq's figures.
 
 The tag loss is computed whenever the model returns tag logits, also with weight 0,
@@ -28,9 +29,11 @@ class PhraseTagCriterionConfig(LabelSmoothedCrossEntropyCriterionConfig):
     phrase_tag_weight: float = field(default=0.001, metadata={"help": "lambda, the weight of the phrase-tag loss"})
 
 
-def phrase_tag_loss(tag_logits, phrase_tags, pad: int):
+def phrase_tag_loss(tag_logits, phrase_tags, pad: int, unk: int = None):
     """(summed loss, correct, phrases) over [(level, B x P x tags logits, partition)];
-    phrase_tags: L x B x M tag ids, right-padded with `pad`."""
+    phrase_tags: L x B x M tag ids, right-padded with `pad`; `unk` tags are not supervised."""
+    if unk is not None:
+        phrase_tags = phrase_tags.masked_fill(phrase_tags.eq(unk), pad)
     loss = correct = count = 0
     for level, logits, _ in tag_logits:
         target = phrase_tags[level - 1]  # B x M
@@ -53,6 +56,7 @@ class LabelSmoothedCrossEntropyWithPhraseTags(LabelSmoothedCrossEntropyCriterion
         self.phrase_tag_weight = phrase_tag_weight
         tags = getattr(task, "tag_dictionary", None)
         self.tag_pad = tags.pad() if tags is not None else None
+        self.tag_unk = tags.unk() if tags is not None else None
 
     def forward(self, model, sample, reduce=True):
         net_output = model(**sample["net_input"])
@@ -67,7 +71,7 @@ class LabelSmoothedCrossEntropyWithPhraseTags(LabelSmoothedCrossEntropyCriterion
         }
         tag_logits = net_output[1].get("phrase_tag_logits") or []
         if tag_logits and "phrase_tags" in sample:
-            tag_loss, correct, count = phrase_tag_loss(tag_logits, sample["phrase_tags"], self.tag_pad)
+            tag_loss, correct, count = phrase_tag_loss(tag_logits, sample["phrase_tags"], self.tag_pad, self.tag_unk)
             loss = loss + self.phrase_tag_weight * tag_loss
             logging_output["loss"] = loss.data
             logging_output["tag_loss"] = tag_loss.data
