@@ -52,8 +52,9 @@ def train(data_bin, save, max_update, extra=()):
                 "--cpu", "--seed", "3"], data_bin.parent)
 
 
-def test_train_resume_generate_score(data_bin, tmp_path):
-    save = tmp_path / "ckpt"
+@pytest.fixture(scope="module")
+def checkpoint(data_bin):
+    save = data_bin.parent / "ckpt"
     log = "".join(train(data_bin, save, 4)[1:])
     assert "model: MGSATransformerModel" in log
     assert re.search(r"train: 3 phrase levels from .*train\.src-tgt\.src\.syn\*", log)
@@ -62,18 +63,43 @@ def test_train_resume_generate_score(data_bin, tmp_path):
     log = "".join(train(data_bin, save, 6)[1:])
     assert re.search(r"Loaded checkpoint .*checkpoint_last\.pt \(epoch \d+ @ 4 updates\)", log)
     assert int(re.findall(r"num_updates (\d+)", log)[-1]) == 6
+    return save / "checkpoint_last.pt"
 
-    gen = run(["fairseq-generate", data_bin, "--user-dir", USER_DIR, "--task", "mgsa_translation",
-               "--path", save / "checkpoint_last.pt", "--beam", "2", "--max-tokens", "2000",
-               "--required-batch-size-multiple", "1", "--remove-bpe", "--cpu"], tmp_path)[1]
-    hyps = dict(re.findall(r"^H-(\d+)\t\S+\t(.*)$", gen, flags=re.M))
-    refs = dict(re.findall(r"^T-(\d+)\t(.*)$", gen, flags=re.M))
-    assert sorted(map(int, hyps)) == list(range(N_TEST))
-    ids = sorted(refs, key=int)
+
+def generate(data_bin, checkpoint, cwd):
+    out = run(["fairseq-generate", data_bin, "--user-dir", USER_DIR, "--task", "mgsa_translation",
+               "--path", checkpoint, "--beam", "2", "--batch-size", "1", "--required-batch-size-multiple", "1",
+               "--remove-bpe", "--cpu"], cwd)[1]
+    hyps = {int(i): h for i, h in re.findall(r"^H-(\d+)\t\S+\t(.*)$", out, flags=re.M)}
+    refs = {int(i): r for i, r in re.findall(r"^T-(\d+)\t(.*)$", out, flags=re.M)}
+    return hyps, refs
+
+
+def test_train_resume_generate_score(data_bin, checkpoint, tmp_path):
+    hyps, refs = generate(data_bin, checkpoint, tmp_path)
+    assert sorted(hyps) == list(range(N_TEST))
+    ids = sorted(refs)
     bleu = sacrebleu.corpus_bleu([hyps[i] for i in ids], [[refs[i] for i in ids]])
     assert 0.0 <= bleu.score <= 100.0
     with open(data_bin.parent / "raw" / "test.tgt") as f:  # references are the test set, in order
         assert [refs[i] for i in ids] == [line.strip() for line in f]
+
+
+def test_interactive_with_preparsed_input_matches_generate(data_bin, checkpoint, tmp_path):
+    """Trees given to fairseq-interactive (BPE applied by fairseq) give the translations
+    fairseq-generate gives from mgsa-preprocess's phrase files."""
+    with open(data_bin.parent / "raw" / "test.src.tree") as f:
+        trees = f.read()
+    proc = subprocess.run(["fairseq-interactive", data_bin, "--user-dir", USER_DIR, "--task", "mgsa_translation",
+                           "--source-input", "trees", "--bpe", "subword_nmt",
+                           "--bpe-codes", data_bin.parent / "codes", "--path", checkpoint, "--beam", "2",
+                           "--cpu"], cwd=tmp_path, input=trees, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    # D-: the hypothesis after fairseq-interactive undoes the BPE (generate: --remove-bpe)
+    interactive = {int(i): h for i, h in re.findall(r"^D-(\d+)\t\S+\t(.*)$", proc.stdout, flags=re.M)}
+    hyps, _ = generate(data_bin, checkpoint, tmp_path)
+    assert interactive == hyps
 
 
 def test_syntactic_model_on_data_without_phrase_files_is_a_clear_error(tmp_path, data_bin):
@@ -87,3 +113,73 @@ def test_syntactic_model_on_data_without_phrase_files_is_a_clear_error(tmp_path,
     rc, _, err = proc
     assert rc != 0 and "Traceback" not in err
     assert "fairseq-mgsa error: split 'valid' has 0 phrase levels" in err
+
+
+@pytest.fixture(scope="module")
+def annotator_parts(data_bin):
+    from argparse import Namespace
+
+    from fairseq.data import Dictionary
+    from fairseq.data.encoders.subword_nmt_bpe import SubwordNMTBPE
+
+    src_dict = Dictionary.load(str(data_bin / "dict.src.txt"))
+    tag_dict = Dictionary.load(str(data_bin / "dict.src.tags.txt"))
+    bpe = SubwordNMTBPE(Namespace(bpe_codes=str(data_bin.parent / "codes"), bpe_separator="@@"))
+    with open(data_bin.parent / "raw" / "test.src.tree") as f:
+        trees = [line.strip() for line in f]
+    with open(data_bin.parent / "raw" / "test.src") as f:
+        lines = [line.strip() for line in f]
+    return src_dict, tag_dict, bpe, lines, trees
+
+
+def preprocessed(data_bin, levels=3):
+    """The test split as mgsa-preprocess wrote it: token ids and phrase files, read by fairseq."""
+    from fairseq.data import data_utils
+
+    tokens = data_utils.load_indexed_dataset(str(data_bin / "test.src-tgt.src"), None)
+    phrase_files = [data_utils.load_indexed_dataset(str(data_bin / f"test.src-tgt.src.syn{k}"), None)
+                    for k in range(1, levels + 1)]
+    return tokens, phrase_files
+
+
+@pytest.mark.parametrize("source_input", ["text", "trees"])
+def test_interactive_phrases_equal_mgsa_preprocess_phrase_files(data_bin, annotator_parts, source_input):
+    """Text parsed at decoding time (here by a stand-in parser that returns the gold tree)
+    and pre-parsed trees give exactly the tokens and phrase files of mgsa-preprocess."""
+    from fairseq_mgsa.data.inference_phrases import PhraseAnnotator
+
+    src_dict, tag_dict, bpe, lines, trees = annotator_parts
+    gold = {tuple(line.split()): tree for line, tree in zip(lines, trees)}
+
+    class GoldParser:
+        calls = 0
+
+        def parse(self, sentences):
+            GoldParser.calls += 1
+            return [gold[tuple(words)] for words in sentences]
+
+    annotator = PhraseAnnotator(src_dict, tag_dict, 3, source_input, bpe=bpe, parser_factory=GoldParser)
+    tokens, phrases = annotator(lines if source_input == "text" else trees)
+    assert GoldParser.calls == (1 if source_input == "text" else 0)
+    ref_tokens, ref_levels = preprocessed(data_bin)
+    assert len(tokens) == len(ref_tokens) == N_TEST
+    for i in range(N_TEST):
+        assert tokens[i].tolist() == ref_tokens[i].tolist()
+        for k, (lengths, tags) in enumerate(phrases[i]):
+            assert lengths.tolist() + tags.tolist() == ref_levels[k][i].tolist()
+    assert annotator.unknown_tags == 0
+
+
+def test_interactive_unknown_tag_is_counted_and_bad_tree_is_a_clear_error(annotator_parts):
+    from fairseq_mgsa.data.inference_phrases import PhraseAnnotator
+    from fairseq_mgsa.errors import MGSAError
+
+    src_dict, tag_dict, bpe, lines, trees = annotator_parts
+    annotator = PhraseAnnotator(src_dict, tag_dict, 3, "trees", bpe=bpe)
+    renamed = trees[0].replace("(NP ", "(NOVELTAG ", 1)
+    assert renamed != trees[0]
+    _, phrases = annotator([renamed])
+    assert annotator.unknown_tags >= 1
+    assert any(t == tag_dict.unk() for lengths, tags in phrases[0] for t in tags.tolist())
+    with pytest.raises(MGSAError, match=r"input line 2: expected one bracketed tree"):
+        annotator([trees[1], "the cat sleeps"])

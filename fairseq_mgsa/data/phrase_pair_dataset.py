@@ -66,21 +66,28 @@ class PhrasePairDataset(BaseWrapperDataset):
         if len(samples) == 0 or "net_input" not in batch:
             return batch
         by_id = {s["id"]: s["phrases"] for s in samples}
-        order = batch["id"].tolist()  # fairseq's collater reorders by source length
-        L, B = len(self.levels), len(order)
-        M = max(len(lengths) for i in order for lengths, _ in by_id[i])
-        lengths = torch.zeros(L, B, M, dtype=torch.long)
-        counts = torch.zeros(L, B, dtype=torch.long)
-        tags = torch.full((L, B, M), self.tag_pad, dtype=torch.long)
-        for b, i in enumerate(order):
-            for k, (lens, tgs) in enumerate(by_id[i]):
-                lengths[k, b, :len(lens)] = lens
-                tags[k, b, :len(tgs)] = tgs
-                counts[k, b] = len(lens)
-        batch["net_input"]["src_phrase_lengths"] = lengths
-        batch["net_input"]["src_phrase_counts"] = counts
-        batch["phrase_tags"] = tags
+        # fairseq's collater reorders by source length
+        add_phrases(batch, [by_id[i] for i in batch["id"].tolist()], self.tag_pad)
         return batch
+
+
+def add_phrases(batch, phrases, tag_pad: int):
+    """Put the phrase tensors of `phrases` (per sentence, in batch order: [(lengths, tags)]
+    per level) into a fairseq batch (see the module docstring)."""
+    L, B = len(phrases[0]), len(phrases)
+    M = max(len(lengths) for sentence in phrases for lengths, _ in sentence)
+    lengths = torch.zeros(L, B, M, dtype=torch.long)
+    counts = torch.zeros(L, B, dtype=torch.long)
+    tags = torch.full((L, B, M), tag_pad, dtype=torch.long)
+    for b, sentence in enumerate(phrases):
+        for k, (lens, tgs) in enumerate(sentence):
+            lengths[k, b, :len(lens)] = torch.as_tensor(lens)
+            tags[k, b, :len(tgs)] = torch.as_tensor(tgs)
+            counts[k, b] = len(lens)
+    device = batch["net_input"]["src_tokens"].device
+    batch["net_input"]["src_phrase_lengths"] = lengths.to(device)
+    batch["net_input"]["src_phrase_counts"] = counts.to(device)
+    batch["phrase_tags"] = tags.to(device)
 
 
 def clip_phrases(lengths, tags, num_tokens: int):

@@ -11,13 +11,16 @@ import itertools
 import logging
 import os
 from dataclasses import dataclass, field
+from typing import Optional
 
 from fairseq import utils
 from fairseq.data import ConcatDataset, Dictionary, data_utils, indexed_dataset
+from fairseq.dataclass import ChoiceEnum
 from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask
 
-from ..data.phrase_pair_dataset import PhrasePairDataset
+from ..data.inference_phrases import PhraseAnnotator
+from ..data.phrase_pair_dataset import PhrasePairDataset, add_phrases
 from ..errors import MGSAError
 from ..modules.mgsa_encoder_layer import parse_granularities
 from ..modules.partition import SYNTACTIC
@@ -30,6 +33,13 @@ class MGSATranslationConfig(TranslationConfig):
     phrase_levels: int = field(
         default=0, metadata={"help": "tree levels to load from the phrase files (0: every level found)"}
     )
+    source_input: ChoiceEnum(["text", "trees"]) = field(
+        default="text", metadata={"help": "fairseq-interactive: source lines are text, parsed with stanza, "
+                                          "or one bracketed tree each (pre-parsed input)"}
+    )
+    parser_lang: Optional[str] = field(default=None, metadata={"help": "stanza language (default: --source-lang)"})
+    parser_device: ChoiceEnum(["auto", "cpu", "cuda"]) = field(default="auto", metadata={"help": "stanza device"})
+    stanza_dir: Optional[str] = field(default=None, metadata={"help": "stanza model directory"})
 
 
 def tag_dictionary_path(data_path: str, src: str) -> str:
@@ -45,6 +55,8 @@ class MGSATranslationTask(TranslationTask):
         if self.tag_dictionary is not None:
             logger.info(f"[{cfg.source_lang}] phrase tag dictionary: {len(self.tag_dictionary)} types")
         self.required_levels = 0  # the deepest tree level the model reads, known once it is built
+        self.tokenizer = self.bpe = self.annotator = None
+        self.pending_phrases = {}  # fairseq-interactive: token tuple -> phrases, until decoded
 
     def phrase_prefixes(self, data_path: str, split: str, combine: bool):
         """The source binary prefix of each shard of `split`, found as load_langpair_dataset does."""
@@ -125,3 +137,52 @@ class MGSATranslationTask(TranslationTask):
         for split in self.datasets:
             self.check_phrases(split)
         return super().build_model(cfg, from_checkpoint)
+
+    # --- fairseq-interactive: phrases for input lines -------------------------------
+    # fairseq-interactive hands the task raw lines (get_interactive_tokens_and_lengths)
+    # but passes only src_tokens on to inference_step, so the phrases of each sentence
+    # wait in `pending_phrases`, keyed by its tokens, until its batch is decoded.
+
+    def build_tokenizer(self, args):
+        self.tokenizer = super().build_tokenizer(args)
+        return self.tokenizer
+
+    def build_bpe(self, args):
+        self.bpe = super().build_bpe(args)
+        return self.bpe
+
+    def get_interactive_tokens_and_lengths(self, lines, encode_fn):
+        if not self.required_levels:
+            return super().get_interactive_tokens_and_lengths(lines, encode_fn)
+        if self.annotator is None:
+            from preprocess.parse import StanzaParser
+
+            lang = self.cfg.parser_lang or self.cfg.source_lang
+            self.annotator = PhraseAnnotator(
+                self.src_dict, self.tag_dictionary, self.required_levels, self.cfg.source_input,
+                tokenizer=self.tokenizer, bpe=self.bpe,
+                parser_factory=lambda: StanzaParser(lang, device=self.cfg.parser_device, model_dir=self.cfg.stanza_dir))
+        unknown = self.annotator.unknown_tags
+        tokens, phrases = self.annotator(lines)
+        if self.annotator.unknown_tags > unknown:  # mapped to the unknown tag, as in mgsa-preprocess
+            logger.warning(f"{self.annotator.unknown_tags - unknown} phrase tags of this input are not in the tag "
+                           f"dictionary and were mapped to {self.tag_dictionary.unk_word} "
+                           f"({self.annotator.unknown_tags} so far)")
+        for t, p in zip(tokens, phrases):
+            self.pending_phrases.setdefault(tuple(t.tolist()), []).append(p)
+        return tokens, [t.numel() for t in tokens]
+
+    def inference_step(self, generator, models, sample, prefix_tokens=None, constraints=None):
+        if self.required_levels and "src_phrase_lengths" not in sample["net_input"]:
+            src = sample["net_input"]["src_tokens"]
+            rows = [tuple(r[r.ne(self.src_dict.pad())].tolist()) for r in src.cpu()]
+            missing = [r for r in rows if not self.pending_phrases.get(r)]
+            if missing:
+                raise MGSAError("the model needs phrases for every source sentence: decode with "
+                                "fairseq-generate on mgsa-preprocess data, or fairseq-interactive")
+            add_phrases(sample, [self.pending_phrases[r].pop(0) for r in rows], self.tag_dictionary.pad())
+            for r in rows:
+                if not self.pending_phrases[r]:
+                    del self.pending_phrases[r]
+        return super().inference_step(generator, models, sample, prefix_tokens=prefix_tokens,
+                                      constraints=constraints)
