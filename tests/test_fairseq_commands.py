@@ -74,3 +74,48 @@ def test_a_bad_option_is_one_line_without_traceback(data_bin):
     assert proc.returncode != 0
     assert "Traceback" not in proc.stderr
     assert "fairseq-mgsa error: unknown MG-SA granularity 'phrase'" in proc.stderr
+
+
+HYDRA_CONFIG = """\
+common: {{cpu: true, seed: 2, user_dir: {user_dir}, log_format: simple, log_interval: 1}}
+task: {{_name: translation, data: {data}, source_lang: src, target_lang: tgt}}
+model:
+  _name: mgsa_transformer
+  encoder_layers: 2
+  decoder_layers: 1
+  encoder_embed_dim: 16
+  decoder_embed_dim: 16
+  encoder_ffn_embed_dim: 32
+  decoder_ffn_embed_dim: 32
+  encoder_attention_heads: 4
+  decoder_attention_heads: 4
+  mgsa_layers: "1,2"
+  mgsa_composition: lstm
+  mgsa_interaction: onlstm
+criterion: {{_name: label_smoothed_cross_entropy, label_smoothing: 0.1}}
+optimizer: {{_name: adam}}
+lr_scheduler: {{_name: fixed}}
+dataset: {{max_tokens: 800}}
+optimization: {{max_update: 3, lr: [0.001]}}
+checkpoint: {{save_dir: {save}}}
+"""
+
+
+def test_hydra_train_builds_the_same_model_as_the_command_line(data_bin, tmp_path):
+    """fairseq-hydra-train with the MG-SA options in a YAML config trains the model the
+    same command-line options give: same losses after the same updates, same seed."""
+    (tmp_path / "mgsa.yaml").write_text(HYDRA_CONFIG.format(user_dir=USER_DIR, data=data_bin, save=tmp_path / "hydra"))
+    hydra_log = run(["fairseq-hydra-train", "--config-dir", str(tmp_path), "--config-name", "mgsa",
+                     f"hydra.run.dir={tmp_path / 'hydra-out'}"], tmp_path)
+    cli_log = train(data_bin, tmp_path / "cli", 3, ["--mgsa-layers", "1,2", "--mgsa-composition", "lstm",
+                                                    "--mgsa-interaction", "onlstm", "--lr-scheduler", "fixed"])
+    for log in (hydra_log, cli_log):
+        assert "(0-1): 2 x MGSAEncoderLayer(" in log  # both encoder layers
+        assert "(interaction): ONLSTMInteraction" in log
+    losses = re.compile(r"epoch 001 \| loss ([\d.]+) \| nll_loss ([\d.]+)")
+    assert losses.findall(hydra_log) and losses.findall(hydra_log) == losses.findall(cli_log)
+
+    out = run(["fairseq-generate", str(data_bin), "--user-dir", USER_DIR, "--path",
+               str(tmp_path / "hydra" / "checkpoint_last.pt"), "--beam", "2", "--max-tokens", "2000",
+               "--required-batch-size-multiple", "1", "--cpu"], tmp_path)
+    assert sorted(int(m) for m in re.findall(r"^H-(\d+)\t", out, flags=re.M)) == list(range(N_TEST))

@@ -6,6 +6,7 @@ line they are --mgsa-layers, --mgsa-granularities, --mgsa-composition,
 --mgsa-interaction and --mgsa-onlstm-chunk-size.
 """
 
+import argparse
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
@@ -23,6 +24,7 @@ from fairseq.models.transformer import (
 )
 from fairseq.distributed import fsdp_wrap
 from fairseq.modules.checkpoint_activations import checkpoint_wrapper
+from omegaconf import DictConfig, OmegaConf
 from torch import Tensor
 
 from ..errors import MGSAError
@@ -192,6 +194,10 @@ class MGSATransformerModel(TransformerModel):
 
     @classmethod
     def build_model(cls, args, task):
+        if isinstance(args, DictConfig):
+            # fairseq-hydra-train hands a DictConfig, whose keys TransformerConfig.from_namespace
+            # cannot see (it reads vars()); the namespace form keeps the MG-SA fields.
+            args = argparse.Namespace(**OmegaConf.to_container(args, resolve=True))
         tags = getattr(task, "tag_dictionary", None)
         args.mgsa_num_phrase_tags = len(tags) if tags is not None else 0
         return super().build_model(args, task)
