@@ -51,6 +51,22 @@ def test_architectures_have_the_papers_dimensions():
         assert not hasattr(enc.layers[1].self_attn, "granularities")
 
 
+@pytest.mark.parametrize("arch,dim,heads", [("mgsa_transformer_syntactic", 512, 8),
+                                             ("mgsa_transformer_big_syntactic", 1024, 16),
+                                             ("mgsa_transformer_iwslt_de_en_syntactic", 512, 4)])
+def test_syntactic_architectures_are_the_papers_default(arch, dim, heads):
+    def parse(*extra):
+        return options.parse_args_and_arch(options.get_training_parser(),
+                                           ["unused-data", "--user-dir", USER_DIR, "--arch", arch, *extra])
+
+    args = parse()
+    assert (args.encoder_embed_dim, args.encoder_attention_heads) == (dim, heads)
+    assert (args.mgsa_layers, args.mgsa_granularities, args.mgsa_composition, args.mgsa_interaction) == \
+        ("1", "word,syn1,syn2,syn3", "san", "onlstm")
+    # an explicit option wins over the preset
+    assert parse("--mgsa-interaction", "lstm").mgsa_interaction == "lstm"
+
+
 def test_mgsa_layers_option():
     assert parse_mgsa_layers("1", 6) == [0]
     assert parse_mgsa_layers("1,2,3", 6) == [0, 1, 2]

@@ -271,3 +271,5 @@ mgsa_transformer_iwslt_de_en = mgsa_architecture("mgsa_transformer_iwslt_de_en",
 mgsa_transformer_syntactic = mgsa_architecture("mgsa_transformer_syntactic", base_architecture, PAPER_SYNTACTIC)
 mgsa_transformer_big_syntactic = mgsa_architecture(
     "mgsa_transformer_big_syntactic", transformer_vaswani_wmt_en_de_big, PAPER_SYNTACTIC)
+mgsa_transformer_iwslt_de_en_syntactic = mgsa_architecture(
+    "mgsa_transformer_iwslt_de_en_syntactic", transformer_iwslt_de_en, PAPER_SYNTACTIC)
