@@ -75,8 +75,9 @@ class LabelSmoothedCrossEntropyWithPhraseTags(LabelSmoothedCrossEntropyCriterion
             loss = loss + self.phrase_tag_weight * tag_loss
             logging_output["loss"] = loss.data
             logging_output["tag_loss"] = tag_loss.data
-            logging_output["tag_correct"] = utils.item(correct)
-            logging_output["tag_count"] = utils.item(count)
+            # tensors, as fairseq keeps loss.data: no host sync between forward and backward
+            logging_output["tag_correct"] = correct.data
+            logging_output["tag_count"] = count.data
         if self.report_accuracy:
             n_correct, total = self.compute_accuracy(model, net_output, sample)
             logging_output["n_correct"] = utils.item(n_correct.data)

@@ -28,10 +28,11 @@ SYNTACTIC = re.compile(r"^syn([1-9][0-9]*)$")
 class Partition(NamedTuple):
     phrase_index: Tensor  # B x T, long, -1 at padding
     num_phrases: Tensor  # B, long
+    max_phrases: int  # P, read from the device once per partition (a host sync)
 
-    @property
-    def max_phrases(self) -> int:
-        return int(self.num_phrases.max())
+    @classmethod
+    def build(cls, phrase_index: Tensor, num_phrases: Tensor) -> "Partition":
+        return cls(phrase_index, num_phrases, int(num_phrases.max()))
 
     def phrase_padding_mask(self) -> Tensor:
         """B x P, True where a phrase slot is padding."""
@@ -57,7 +58,7 @@ def ngram_partition(padding_mask: Tensor, n: int) -> Partition:
     is_eos = pos == (lengths - 1).unsqueeze(1)
     index = torch.where(is_eos, word_phrases.unsqueeze(1), index)
     index = index.masked_fill(padding_mask, -1)
-    return Partition(index, word_phrases + 1)
+    return Partition.build(index, word_phrases + 1)
 
 
 def spans_to_partition(phrase_lengths: Tensor, num_phrases: Tensor, padding_mask: Tensor) -> Partition:
@@ -74,4 +75,4 @@ def spans_to_partition(phrase_lengths: Tensor, num_phrases: Tensor, padding_mask
     is_eos = pos == (lengths - 1).unsqueeze(1)
     index = torch.where(is_eos, num_phrases.unsqueeze(1), index)
     index = index.masked_fill(padding_mask, -1)
-    return Partition(index, num_phrases + 1)
+    return Partition.build(index, num_phrases + 1)
