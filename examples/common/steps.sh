@@ -1,0 +1,343 @@
+# The steps after download, shared by the recipes (examples/wmt14_en_de, examples/iwslt14_de_en).
+# Sourced by the numbered scripts, which set the variables first (their defaults are at
+# the top of each script); each step_* function reads them. Every step leaves a marker in
+# $WORKDIR/.done and skips the work it finds done, so a rerun resumes where it stopped.
+#
+# Files, under WORKDIR:
+#   tok/full/{split}.{lang}    Moses-tokenized, cased, every raw line
+#   tok/{split}.{lang}         cleaned (CLEAN_SPLITS) and lowercased (LOWERCASE=1): what is binarized
+#   tok/cased/{split}.{lang}   with LOWERCASE=1 only: the same lines, cased (what the parser reads)
+#   tok/{split}.{SRC}.tree     one tree per line of tok/{split}.{SRC} (step 03)
+#   parse/trees/shards/        stanza's parse shards (step 03), merged into parse/trees/
+#   bpe/codes.{BPE_MERGES}     joint BPE codes; DATA_BIN: fairseq binaries + phrase files
+#   checkpoints/{RUN_NAME}/    training; results/{RUN_NAME}/: translations and BLEU
+# shellcheck shell=bash
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+SPLITS=(train valid test)
+
+# The task and criterion a model needs: MG-SA models read the phrase files through
+# mgsa_translation; fairseq's own architectures (the baseline) use plain translation on
+# the same binaries (that task ignores the phrase files).
+is_mgsa_arch() { [[ "$1" == mgsa_* ]]; }
+
+# split_words VAR ARRAY: split the string in VAR into the array ARRAY (for FAIRSEQ_EXTRA and friends).
+split_words() { read -r -a "$2" <<< "${!1:-}"; }
+
+# cased_dir: where the cleaned, cased text is (the parser's input): tok/cased with LOWERCASE=1, else tok.
+cased_dir() { if [ "$LOWERCASE" = 1 ]; then echo "$WORKDIR/tok/cased"; else echo "$WORKDIR/tok"; fi; }
+
+# 02: Moses tokenisation of RAW_DIR/{split}.{lang} into tok/full (punctuation normalised for
+# the splits in NORM_SPLITS), then cleaning of the splits in CLEAN_SPLITS (the kept line
+# numbers in {split}.kept beside them), then lowercasing when LOWERCASE=1.
+step_tokenize() {
+  need sacremoses "pip install sacremoses"
+  local split lang norm tok=$WORKDIR/tok cased
+  cased=$(cased_dir)
+  mkdir -p "$tok/full" "$cased"
+  for split in "${SPLITS[@]}"; do
+    need_files "$RAW_DIR/$split.$SRC" "$RAW_DIR/$split.$TGT"
+    same_lines "$RAW_DIR/$split.$SRC" "$RAW_DIR/$split.$TGT"
+    for lang in "$SRC" "$TGT"; do
+      is_done "02_tokenize.$split.$lang" && continue
+      norm=0
+      in_list "$split" "$NORM_SPLITS" && norm=1
+      log "tokenizing $RAW_DIR/$split.$lang (normalise $norm, split hyphens $AGGRESSIVE_DASH)"
+      moses_tokenize "$lang" "$WORKERS" "$norm" "$AGGRESSIVE_DASH" < "$RAW_DIR/$split.$lang" \
+        > "$tok/full/$split.$lang.partial"
+      mv "$tok/full/$split.$lang.partial" "$tok/full/$split.$lang"
+      same_lines "$RAW_DIR/$split.$lang" "$tok/full/$split.$lang"
+      mark_done "02_tokenize.$split.$lang"
+    done
+    if in_list "$split" "$CLEAN_SPLITS"; then
+      python "$COMMON_DIR/clean_corpus.py" "$tok/full/$split" "$cased/$split" "$SRC" "$TGT" \
+        --min-len 1 --max-len "$MAX_LEN" --ratio "$LEN_RATIO"
+    else
+      cp "$tok/full/$split.$SRC" "$cased/$split.$SRC"
+      cp "$tok/full/$split.$TGT" "$cased/$split.$TGT"
+      rm -f "$cased/$split.kept"
+    fi
+    if [ "$LOWERCASE" = 1 ]; then
+      for lang in "$SRC" "$TGT"; do lowercase < "$cased/$split.$lang" > "$tok/$split.$lang"; done
+    fi
+  done
+}
+
+# 03: constituency trees of the source: tok/{split}.{SRC}.tree, one per line of tok/{split}.{SRC}.
+#   TREES_DIR set: gold trees TREES_DIR/{split}.{SRC}.tree (one per raw line, leaves = the Moses
+#     tokens) are copied, minus the lines cleaning dropped.
+#   Else stanza parses the cased source in NUM_SHARDS shards (mgsa-preprocess --shard-id),
+#     PARSE_JOBS at a time, job j on GPU j; the shards are then checked and merged.
+# With LOWERCASE=1 the leaves are lowercased after parsing, like the text.
+step_parse() {
+  local split tok=$WORKDIR/tok cased lc=()
+  cased=$(cased_dir)
+  [ "$LOWERCASE" = 1 ] && lc=(--lowercase)
+  if [ -n "$TREES_DIR" ]; then
+    for split in "${SPLITS[@]}"; do
+      need_files "$TREES_DIR/$split.$SRC.tree" "$tok/$split.$SRC"
+      local kept=()
+      [ -f "$cased/$split.kept" ] && kept=(--kept "$cased/$split.kept")
+      python "$COMMON_DIR/select_trees.py" "$TREES_DIR/$split.$SRC.tree" "$tok/$split.$SRC.tree" \
+        "${kept[@]}" "${lc[@]}" --expect "$(lines "$tok/full/$split.$SRC")"
+    done
+    return 0
+  fi
+  check_parser
+  for split in "${SPLITS[@]}"; do need_files "$cased/$split.$SRC"; done
+  local n_jobs=$PARSE_JOBS pids=() slot
+  [ "$n_jobs" -ge 1 ] || n_jobs=1
+  for ((slot = 0; slot < n_jobs; slot++)); do
+    (
+      for ((i = slot; i < NUM_SHARDS; i += n_jobs)); do parse_shard "$i" "$slot"; done
+    ) &
+    pids+=($!)
+  done
+  local failed=0 pid
+  for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
+  [ "$failed" = 0 ] || die "some parse shards failed (rerun to parse only those)"
+  for split in "${SPLITS[@]}"; do
+    merge_parse_shards "$cased/$split.$SRC" "$split"
+    python "$COMMON_DIR/select_trees.py" "$WORKDIR/parse/trees/$split.$SRC.tree" "$tok/$split.$SRC.tree" \
+      "${lc[@]}" --expect "$(lines "$tok/$split.$SRC")"
+  done
+}
+
+# check_parser: stop unless mgsa-preprocess and stanza's constituency model are there.
+check_parser() {
+  need mgsa-preprocess "install fairseq-mgsa (bash scripts/install.sh)"
+  if [ ! -d "$STANZA_DIR/$PARSER_LANG/constituency" ]; then
+    die "no stanza constituency model for '$PARSER_LANG' in $STANZA_DIR: run 01_download.sh on a machine with network (or python -c \"import stanza; stanza.download('$PARSER_LANG', model_dir='$STANZA_DIR', processors='tokenize,pos,constituency')\") and copy $STANZA_DIR here, or give gold trees with TREES_DIR"
+  fi
+  [[ "$NUM_SHARDS" =~ ^[1-9][0-9]*$ ]] || die "NUM_SHARDS must be a positive number (got '$NUM_SHARDS')"
+}
+
+# parse_shard I JOB: stanza parses shard I of NUM_SHARDS of every split (mgsa-preprocess
+# --shard-id I, into WORKDIR/parse/trees/shards) on the GPU of parse job JOB (see
+# gpu_for_job); a shard parsed before, by this script or by a SHARD_ID run, is skipped.
+parse_shard() {
+  local i=$1 gpu cased where=CPU
+  if is_done "03_parse.shard$i-of-$NUM_SHARDS"; then
+    log "shard $i of $NUM_SHARDS: parsed already"
+    return 0
+  fi
+  cased=$(cased_dir)
+  gpu=$(gpu_for_job "$2")
+  [ -n "$gpu" ] && where="GPU $gpu"
+  mkdir -p "$WORKDIR/logs"
+  log "parsing shard $i of $NUM_SHARDS on $where (log: $WORKDIR/logs/parse.shard$i.log)"
+  CUDA_VISIBLE_DEVICES=$gpu mgsa-preprocess \
+    --source-lang "$SRC" --target-lang "$TGT" --only-source \
+    --trainpref "$cased/train" --validpref "$cased/valid" --testpref "$cased/test" \
+    --destdir "$WORKDIR/parse" --subword-style none --no-progress-bar \
+    --parser stanza --parser-lang "$PARSER_LANG" --stanza-dir "$STANZA_DIR" --stanza-download none \
+    --parser-batch-size "$PARSER_BATCH_SIZE" --num-shards "$NUM_SHARDS" --shard-id "$i" \
+    > "$WORKDIR/logs/parse.shard$i.log" 2>&1 \
+    || die "parsing shard $i failed: see $WORKDIR/logs/parse.shard$i.log"
+  mark_done "03_parse.shard$i-of-$NUM_SHARDS"
+}
+
+# step_parse_shard_only: SHARD_ID set (one task of a SLURM array): parse that shard and stop;
+# 03_parse.sh without SHARD_ID then parses whatever shard is missing and merges.
+step_parse_shard_only() {
+  [ -z "$TREES_DIR" ] || die "SHARD_ID parses with stanza; with TREES_DIR set there is nothing to parse"
+  check_parser
+  if ! [[ "$SHARD_ID" =~ ^[0-9]+$ ]] || [ "$SHARD_ID" -ge "$NUM_SHARDS" ]; then
+    die "SHARD_ID must be in [0, NUM_SHARDS=$NUM_SHARDS) (got '$SHARD_ID')"
+  fi
+  need_files "$(cased_dir)/train.$SRC"
+  parse_shard "$SHARD_ID" 0
+}
+
+# merge_parse_shards SOURCE SPLIT: check the NUM_SHARDS shards of SPLIT (all there, each
+# parsed from SOURCE as it is now, one tree per line) and concatenate them into
+# WORKDIR/parse/trees/SPLIT.SRC.tree (mgsa-preprocess's own merge).
+merge_parse_shards() {
+  python - "$1" "$WORKDIR/parse" "$2" "$SRC" "$NUM_SHARDS" "$WORKDIR/.done" <<'PY' || exit 1
+import sys
+from preprocess.errors import PreprocessError
+from preprocess.parse import merge_shards
+src, destdir, split, lang, n, done = sys.argv[1:]
+try:
+    print(f"merged {n} shards -> {merge_shards(src, destdir, split, lang, int(n))}", file=sys.stderr)
+except PreprocessError as e:
+    sys.exit(f"03_parse.sh: error: merging the parse shards: {e} (to parse a shard again, delete its marker "
+             f"{done}/03_parse.shardI-of-{n})")
+PY
+}
+
+# gpu_for_job J: the GPU parse job J runs on: the J-th (modulo) of CUDA_VISIBLE_DEVICES
+# when that is set (e.g. by SLURM), else of 0..GPUS-1; nothing (CPU) when GPUS=0.
+gpu_for_job() {
+  local ids=()
+  if [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then
+    IFS=, read -r -a ids <<< "$CUDA_VISIBLE_DEVICES"
+  else
+    local g
+    for ((g = 0; g < GPUS; g++)); do ids+=("$g"); done
+  fi
+  [ "${#ids[@]}" -gt 0 ] && echo "${ids[$(($1 % ${#ids[@]}))]}"
+  return 0
+}
+
+# 04: joint BPE codes learnt on the source and target training text (subword-nmt).
+step_bpe() {
+  need subword-nmt "pip install subword-nmt"
+  need_files "$WORKDIR/tok/train.$SRC" "$WORKDIR/tok/train.$TGT"
+  mkdir -p "$WORKDIR/bpe"
+  local codes=$WORKDIR/bpe/codes.$BPE_MERGES
+  log "learning $BPE_MERGES joint BPE merges on $WORKDIR/tok/train.{$SRC,$TGT}"
+  cat "$WORKDIR/tok/train.$SRC" "$WORKDIR/tok/train.$TGT" \
+    | subword-nmt learn-bpe --symbols "$BPE_MERGES" > "$codes.partial"
+  mv "$codes.partial" "$codes"
+}
+
+# 05: mgsa-preprocess: BPE applied to both sides, a joined dictionary, fairseq binaries,
+# the phrase files of the top LEVELS tree levels and the tag dictionary, into DATA_BIN.
+step_preprocess() {
+  need mgsa-preprocess "install fairseq-mgsa (bash scripts/install.sh)"
+  local tok=$WORKDIR/tok split lenient_flag=()
+  [ "$LENIENT" = 1 ] && lenient_flag=(--lenient)
+  need_files "$WORKDIR/bpe/codes.$BPE_MERGES"
+  for split in "${SPLITS[@]}"; do need_files "$tok/$split.$SRC" "$tok/$split.$TGT" "$tok/$split.$SRC.tree"; done
+  # A run that stopped half-way leaves dictionaries that mgsa-preprocess refuses to
+  # overwrite: start the binarization afresh.
+  rm -f "$DATA_BIN"/dict.*.txt "$DATA_BIN"/*.bin "$DATA_BIN"/*.idx "$DATA_BIN"/preprocess.log
+  mkdir -p "$DATA_BIN"
+  mgsa-preprocess --source-lang "$SRC" --target-lang "$TGT" \
+    --trainpref "$tok/train" --validpref "$tok/valid" --testpref "$tok/test" \
+    --destdir "$DATA_BIN" --joined-dictionary --workers "$WORKERS" --no-progress-bar \
+    --bpe-codes "$WORKDIR/bpe/codes.$BPE_MERGES" --workdir "$WORKDIR/bpe/text" \
+    --trees-suffix tree --levels "$LEVELS" "${lenient_flag[@]}"
+}
+
+# check_user_dir: USER_DIR (default: where Python finds the fairseq_mgsa package, what
+# `mgsa-user-dir` prints, without importing fairseq) must be the fairseq_mgsa package directory.
+check_user_dir() {
+  if [ -z "${USER_DIR:-}" ]; then
+    USER_DIR=$(python -c 'import importlib.util, os; s = importlib.util.find_spec("fairseq_mgsa"); print(os.path.dirname(s.origin) if s else "")')
+  fi
+  [ -f "${USER_DIR:-}/__init__.py" ] || die "USER_DIR='${USER_DIR:-}' is not the fairseq_mgsa package directory (\`mgsa-user-dir\` prints it; install fairseq-mgsa first)"
+}
+
+# fp16_flags: --fp16 when FP16=1, or FP16=auto and torch sees a GPU.
+fp16_flags() {
+  if [ "$FP16" = 1 ] || { [ "$FP16" = auto ] && has_cuda; }; then echo --fp16; fi
+}
+
+# 06: fairseq-train (settings: see the numbered script), resuming from
+# CKPT_DIR/checkpoint_last.pt when there is one (fairseq does that by itself).
+step_train() {
+  need fairseq-train "install fairseq-mgsa (bash scripts/install.sh)"
+  check_user_dir
+  need_files "$DATA_BIN/dict.$SRC.txt"
+  local task=(--task translation) crit=(--criterion label_smoothed_cross_entropy)
+  local mgsa=() extra=() fp16_flag
+  if is_mgsa_arch "$ARCH"; then
+    task=(--task mgsa_translation)
+    crit=(--criterion label_smoothed_cross_entropy_with_phrase_tags --phrase-tag-weight "$PHRASE_TAG_WEIGHT")
+    split_words MGSA_ARGS mgsa
+  fi
+  split_words FAIRSEQ_EXTRA extra
+  # GPUS GPUs exactly (fairseq would take every visible one): the batch is GPUS x MAX_TOKENS x UPDATE_FREQ
+  [ "${GPUS:-0}" -ge 1 ] && extra=(--distributed-world-size "$GPUS" "${extra[@]}")
+  fp16_flag=$(fp16_flags)
+  mkdir -p "$CKPT_DIR"
+  log "training $ARCH ($RUN_NAME): ${GPUS:-0} GPUs x max tokens $MAX_TOKENS x update freq $UPDATE_FREQ, lr $LR, dropout $DROPOUT, $MAX_UPDATE updates${fp16_flag:+, fp16} -> $CKPT_DIR"
+  # shellcheck disable=SC2086  # $fp16_flag is empty or one word
+  fairseq-train "$DATA_BIN" --user-dir "$USER_DIR" "${task[@]}" --source-lang "$SRC" --target-lang "$TGT" \
+    --arch "$ARCH" "${mgsa[@]}" --share-all-embeddings --dropout "$DROPOUT" \
+    --optimizer adam --adam-betas '(0.9, 0.98)' --adam-eps 1e-9 --clip-norm 0.0 --weight-decay "$WEIGHT_DECAY" \
+    --lr "$LR" --lr-scheduler inverse_sqrt --warmup-updates "$WARMUP" --warmup-init-lr 1e-07 \
+    "${crit[@]}" --label-smoothing "$LABEL_SMOOTHING" \
+    --max-tokens "$MAX_TOKENS" --update-freq "$UPDATE_FREQ" --max-update "$MAX_UPDATE" \
+    --save-dir "$CKPT_DIR" --save-interval-updates "$SAVE_INTERVAL_UPDATES" \
+    --keep-interval-updates "$AVG_N" --no-epoch-checkpoints \
+    --skip-invalid-size-inputs-valid-test --seed "$SEED" \
+    --log-format simple --log-interval "$LOG_INTERVAL" $fp16_flag "${extra[@]}" \
+    2>&1 | tee -a "$CKPT_DIR/train.log"
+}
+
+# 07: average the last AVG_N checkpoints, translate the test set (beam BEAM, length
+# penalty LENPEN) and keep the hypotheses in test order. Redone only when training went on
+# since (checkpoint_last.pt newer than the average).
+step_average_and_generate() {
+  need fairseq-generate "install fairseq-mgsa (bash scripts/install.sh)"
+  check_user_dir
+  local out=$WORKDIR/results/$RUN_NAME avg=$CKPT_DIR/checkpoint_avg$AVG_N.pt task=(--task translation)
+  local extra=() fp16_flag
+  is_mgsa_arch "$ARCH" && task=(--task mgsa_translation)
+  split_words GEN_EXTRA extra
+  need_files "$CKPT_DIR/checkpoint_last.pt" "$WORKDIR/tok/test.$TGT"
+  if [ "$avg" -nt "$CKPT_DIR/checkpoint_last.pt" ] && [ "$out/hyp.tok" -nt "$avg" ]; then
+    log "07_average_and_generate: done already ($out/hyp.tok is newer than $avg, itself newer than the last checkpoint)"
+    return 0
+  fi
+  fp16_flag=$(fp16_flags)
+  mkdir -p "$out"
+  python "$COMMON_DIR/average_checkpoints.py" "$CKPT_DIR" --num "$AVG_N" --output "$avg"
+  log "translating the test set with $avg"
+  # --required-batch-size-multiple 1: fairseq drops a last batch smaller than the
+  # multiple (8 by default), which would silently skip test sentences.
+  # shellcheck disable=SC2086  # $fp16_flag is empty or one word
+  fairseq-generate "$DATA_BIN" --user-dir "$USER_DIR" "${task[@]}" --source-lang "$SRC" --target-lang "$TGT" \
+    --gen-subset test --path "$avg" --beam "$BEAM" --lenpen "$LENPEN" --max-tokens "$GEN_MAX_TOKENS" \
+    --required-batch-size-multiple 1 --remove-bpe --no-progress-bar $fp16_flag "${extra[@]}" \
+    > "$out/generate-test.txt.partial" || die "fairseq-generate failed: see $out/generate-test.txt.partial"
+  mv "$out/generate-test.txt.partial" "$out/generate-test.txt"
+  # H-<id>\t<score>\t<tokens>, in the order fairseq finished them: back into test order
+  grep '^H-' "$out/generate-test.txt" | cut -c3- | sort -n -k1,1 | cut -f3- > "$out/hyp.tok.partial" || true
+  local n_hyp n_ref
+  n_hyp=$(lines "$out/hyp.tok.partial"); n_ref=$(lines "$WORKDIR/tok/test.$TGT")
+  [ "$n_hyp" = "$n_ref" ] || die "$out/generate-test.txt has $n_hyp hypotheses for the $n_ref sentences of $WORKDIR/tok/test.$TGT"
+  mv "$out/hyp.tok.partial" "$out/hyp.tok"
+  log "$n_hyp hypotheses -> $out/hyp.tok"
+}
+
+# bleu_line NAME JSON: "NAME: score (details; signature)" from sacrebleu's JSON output.
+bleu_line() {
+  python - "$1" "$2" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[2]))
+print(f"{sys.argv[1]}: {r['score']:.2f} ({r['verbose_score']}; {r['signature']})")
+PY
+}
+
+# 08: tokenized BLEU (the Moses tokens of hypotheses and references; with COMPOUND_SPLIT=1,
+# hyphenated compounds split as Vaswani et al. did; sacrebleu --tokenize none) and
+# detokenized sacreBLEU against the raw references.
+step_score() {
+  need sacrebleu "pip install sacrebleu"
+  need sacremoses "pip install sacremoses"
+  local out=$WORKDIR/results/$RUN_NAME lc=() name="tokenized BLEU" detok_name="detokenized sacreBLEU"
+  need_files "$out/hyp.tok" "$WORKDIR/tok/test.$TGT" "$RAW_DIR/test.$TGT"
+  if [ "$out/bleu.txt" -nt "$out/hyp.tok" ]; then
+    log "08_score: done already ($out/bleu.txt is newer than $out/hyp.tok)"
+    cat "$out/bleu.txt"
+    return 0
+  fi
+  if [ "$LOWERCASE" = 1 ]; then
+    lc=(-lc)
+    name="$name (lowercased)"
+    detok_name="$detok_name (lowercased)"
+  fi
+  if [ "$COMPOUND_SPLIT" = 1 ]; then
+    compound_split < "$out/hyp.tok" > "$out/hyp.tok.bleu"
+    compound_split < "$WORKDIR/tok/test.$TGT" > "$out/ref.tok.bleu"
+    name="$name, compounds split"
+  else
+    cp "$out/hyp.tok" "$out/hyp.tok.bleu"
+    cp "$WORKDIR/tok/test.$TGT" "$out/ref.tok.bleu"
+  fi
+  sacremoses -l "$TGT" -q detokenize < "$out/hyp.tok" > "$out/hyp.detok"
+  sacrebleu "$out/ref.tok.bleu" -i "$out/hyp.tok.bleu" -m bleu --tokenize none -w 2 -f json > "$out/bleu.tok.json"
+  sacrebleu "$RAW_DIR/test.$TGT" -i "$out/hyp.detok" -m bleu "${lc[@]}" -w 2 -f json > "$out/bleu.detok.json"
+  {
+    echo "run: $RUN_NAME (arch $ARCH), test set: $(lines "$out/hyp.tok") sentences"
+    bleu_line "$name" "$out/bleu.tok.json"
+    bleu_line "$detok_name" "$out/bleu.detok.json"
+  } > "$out/bleu.txt.partial"
+  mv "$out/bleu.txt.partial" "$out/bleu.txt"
+  cat "$out/bleu.txt"
+}

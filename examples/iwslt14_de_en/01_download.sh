@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Step 1: download IWSLT14 German-English (TED talks) from the mirror fairseq's
+# examples/translation/prepare-iwslt14.sh uses, and write the raw, untokenized text as
+# RAW_DIR/{train,valid,test}.{de,en}:
+#   train.tags.de-en without its metadata lines (url, talkid, keywords) and with the title and
+#     description tags stripped; every VALID_EVERY-th (23rd) pair goes to valid, the rest to train
+#     (fairseq splits after cleaning, this before, so the valid sets differ slightly);
+#   test = dev2010 + TEDX.dev2012 + tst2010 + tst2011 + tst2012 (6750 pairs), as fairseq's.
+# Then the stanza models (tokenize, pos, constituency) of the source language into STANZA_DIR
+# (not with TREES_DIR: gold trees need no parser).
+#
+# SKIP_DOWNLOAD=1: nothing is fetched; the raw files must be in RAW_DIR already (checked).
+# Without network the step stops at once with one line saying what to do.
+set -euo pipefail
+
+DIRECTION=${DIRECTION:-de-en}                     # de-en: German source; en-de: English source
+SRC=${SRC:-${DIRECTION%-*}}
+TGT=${TGT:-${DIRECTION#*-}}
+WORKDIR=${WORKDIR:-$PWD/iwslt14_${SRC}_${TGT}}
+RAW_DIR=${RAW_DIR:-$WORKDIR/raw}
+SKIP_DOWNLOAD=${SKIP_DOWNLOAD:-0}
+IWSLT_URL=${IWSLT_URL:-http://dl.fbaipublicfiles.com/fairseq/data/iwslt14/de-en.tgz}
+VALID_EVERY=${VALID_EVERY:-23}
+STANZA_DIR=${STANZA_DIR:-$WORKDIR/stanza_resources}
+PARSER_LANG=${PARSER_LANG:-$SRC}
+TREES_DIR=${TREES_DIR:-}                          # gold trees instead of stanza: no models needed
+CONNECT_TIMEOUT=${CONNECT_TIMEOUT:-10}            # seconds
+
+# shellcheck source=../common/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../common/lib.sh"
+
+check_raw() {
+  local split lang
+  for split in train valid test; do
+    for lang in "$SRC" "$TGT"; do need_files "$RAW_DIR/$split.$lang"; done
+    same_lines "$RAW_DIR/$split.$SRC" "$RAW_DIR/$split.$TGT"
+  done
+  log "raw corpus in $RAW_DIR: $(lines "$RAW_DIR/train.$SRC") train, $(lines "$RAW_DIR/valid.$SRC") valid, $(lines "$RAW_DIR/test.$SRC") test pairs"
+}
+
+case "$SRC-$TGT" in
+  de-en|en-de) ;;
+  *) die "DIRECTION (or SRC/TGT) must be de-en or en-de (got $SRC-$TGT)" ;;
+esac
+if [ "$SKIP_DOWNLOAD" = 1 ]; then
+  log "SKIP_DOWNLOAD=1: using the files in $RAW_DIR"
+  check_raw
+  exit 0
+fi
+if is_done 01_download; then
+  log "01_download: done already (delete $WORKDIR/.done/01_download to redo it)"
+  exit 0
+fi
+
+need curl "install curl, or fetch the data elsewhere and run with SKIP_DOWNLOAD=1 RAW_DIR=<its folder>"
+check_network "$IWSLT_URL"
+ORIG=$WORKDIR/orig
+mkdir -p "$ORIG" "$RAW_DIR"
+archive=$ORIG/$(basename "$IWSLT_URL")
+fetch "$IWSLT_URL" "$archive"
+if [ ! -f "$archive.extracted" ]; then
+  tar -xzf "$archive" -C "$ORIG" || die "$archive: cannot extract (a broken download? delete it and rerun)"
+  touch "$archive.extracted"
+fi
+
+# The talks' text: one sentence a line between metadata lines such as <url>...</url>.
+talk_text() {
+  grep -v -e '<url>' -e '<talkid>' -e '<keywords>' "$1" \
+    | sed -e 's/<title>//g' -e 's/<\/title>//g' -e 's/<description>//g' -e 's/<\/description>//g'
+}
+# The dev/test sets: XML, one <seg id="N"> per sentence.
+seg_text() {
+  grep '<seg id' "$1" | sed -e 's/<seg id="[0-9]*">[[:space:]]*//' -e 's/[[:space:]]*<\/seg>[[:space:]]*$//'
+}
+TESTS=(IWSLT14.TED.dev2010 IWSLT14.TEDX.dev2012 IWSLT14.TED.tst2010 IWSLT14.TED.tst2011 IWSLT14.TED.tst2012)
+for lang in de en; do
+  need_files "$ORIG/de-en/train.tags.de-en.$lang"
+  talk_text "$ORIG/de-en/train.tags.de-en.$lang" > "$ORIG/train.$lang"
+  awk -v n="$VALID_EVERY" 'NR % n == 0' "$ORIG/train.$lang" > "$RAW_DIR/valid.$lang"
+  awk -v n="$VALID_EVERY" 'NR % n != 0' "$ORIG/train.$lang" > "$RAW_DIR/train.$lang"
+  : > "$RAW_DIR/test.$lang"
+  for t in "${TESTS[@]}"; do
+    need_files "$ORIG/de-en/$t.de-en.$lang.xml"
+    seg_text "$ORIG/de-en/$t.de-en.$lang.xml" >> "$RAW_DIR/test.$lang"
+  done
+done
+check_raw
+
+if [ -z "$TREES_DIR" ]; then
+  log "fetching stanza's $PARSER_LANG models (tokenize, pos, constituency) into $STANZA_DIR"
+  python -c "import stanza, sys; stanza.download(sys.argv[1], model_dir=sys.argv[2], processors='tokenize,pos,constituency')" \
+    "$PARSER_LANG" "$STANZA_DIR" || die "could not fetch stanza's models for '$PARSER_LANG' (the model hub needs network)"
+fi
+mark_done 01_download

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Step 1: download WMT14 En-De from the sources fairseq's examples/translation/prepare-wmt14en2de.sh
+# uses, and write the raw, untokenized text as RAW_DIR/{train,valid,test}.{en,de}:
+#   train = Europarl v7 + Common Crawl + News Commentary v9 (WMT14's 4.5M pairs; the paper
+#           says 4.56M; NEWS_COMMENTARY=v12 gives fairseq's default corpus instead),
+#   valid = newstest2013, test = newstest2014 (the full version, 3003 sentences);
+# then the stanza models (tokenize, pos, constituency) of the source language into STANZA_DIR
+# (not with TREES_DIR: gold trees need no parser).
+#
+# SKIP_DOWNLOAD=1: nothing is fetched; the raw files must be in RAW_DIR already (checked).
+# Without network the step stops at once with one line saying what to do.
+set -euo pipefail
+
+WORKDIR=${WORKDIR:-$PWD/wmt14_en_de}
+RAW_DIR=${RAW_DIR:-$WORKDIR/raw}
+SRC=${SRC:-en}
+TGT=${TGT:-de}
+SKIP_DOWNLOAD=${SKIP_DOWNLOAD:-0}
+NEWS_COMMENTARY=${NEWS_COMMENTARY:-v9}          # v9: WMT14's (the paper's); v12: fairseq's default
+STANZA_DIR=${STANZA_DIR:-$WORKDIR/stanza_resources}
+PARSER_LANG=${PARSER_LANG:-$SRC}
+TREES_DIR=${TREES_DIR:-}                          # gold trees instead of stanza: no models needed
+STATMT=${STATMT:-http://statmt.org}               # mirrors: set these two
+DATA_STATMT=${DATA_STATMT:-http://data.statmt.org}
+CONNECT_TIMEOUT=${CONNECT_TIMEOUT:-10}            # seconds
+
+# shellcheck source=../common/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../common/lib.sh"
+
+check_raw() {
+  local split lang
+  for split in train valid test; do
+    for lang in "$SRC" "$TGT"; do need_files "$RAW_DIR/$split.$lang"; done
+    same_lines "$RAW_DIR/$split.$SRC" "$RAW_DIR/$split.$TGT"
+  done
+  log "raw corpus in $RAW_DIR: $(lines "$RAW_DIR/train.$SRC") train, $(lines "$RAW_DIR/valid.$SRC") valid, $(lines "$RAW_DIR/test.$SRC") test pairs"
+}
+
+if [ "$SKIP_DOWNLOAD" = 1 ]; then
+  log "SKIP_DOWNLOAD=1: using the files in $RAW_DIR"
+  check_raw
+  exit 0
+fi
+if is_done 01_download; then
+  log "01_download: done already (delete $WORKDIR/.done/01_download to redo it)"
+  exit 0
+fi
+
+case "$NEWS_COMMENTARY" in
+  v9) NC_URL=$STATMT/wmt14/training-parallel-nc-v9.tgz; NC=training/news-commentary-v9.de-en ;;
+  v12) NC_URL=$DATA_STATMT/wmt17/translation-task/training-parallel-nc-v12.tgz; NC=training/news-commentary-v12.de-en ;;
+  *) die "NEWS_COMMENTARY must be v9 or v12 (got $NEWS_COMMENTARY)" ;;
+esac
+URLS=(
+  "$STATMT/wmt13/training-parallel-europarl-v7.tgz"
+  "$STATMT/wmt13/training-parallel-commoncrawl.tgz"
+  "$NC_URL"
+  "$DATA_STATMT/wmt17/translation-task/dev.tgz"
+  "$STATMT/wmt14/test-full.tgz"
+)
+need curl "install curl, or fetch the data elsewhere and run with SKIP_DOWNLOAD=1 RAW_DIR=<its folder>"
+check_network "${URLS[0]}"
+
+ORIG=$WORKDIR/orig
+mkdir -p "$ORIG" "$RAW_DIR"
+for url in "${URLS[@]}"; do
+  archive=$ORIG/$(basename "$url")
+  fetch "$url" "$archive"
+  if [ ! -f "$archive.extracted" ]; then
+    tar -xzf "$archive" -C "$ORIG" || die "$archive: cannot extract (a broken download? delete it and rerun)"
+    touch "$archive.extracted"
+  fi
+done
+
+# newstest2014 comes as SGML, one <seg id="N"> per sentence: the "src" file of the English
+# side and the "ref" file of the German side, as fairseq takes them (the same 3003 pairs).
+sgm_text() {
+  grep '<seg id' "$1" | sed -e 's/<seg id="[0-9]*">[[:space:]]*//' -e 's/[[:space:]]*<\/seg>[[:space:]]*$//'
+}
+for lang in en de; do
+  kind=ref
+  [ "$lang" = en ] && kind=src
+  need_files "$ORIG/training/europarl-v7.de-en.$lang" "$ORIG/commoncrawl.de-en.$lang" "$ORIG/$NC.$lang" \
+    "$ORIG/dev/newstest2013.$lang" "$ORIG/test-full/newstest2014-deen-$kind.$lang.sgm"
+  cat "$ORIG/training/europarl-v7.de-en.$lang" "$ORIG/commoncrawl.de-en.$lang" "$ORIG/$NC.$lang" \
+    > "$RAW_DIR/train.$lang"
+  cp "$ORIG/dev/newstest2013.$lang" "$RAW_DIR/valid.$lang"
+  sgm_text "$ORIG/test-full/newstest2014-deen-$kind.$lang.sgm" > "$RAW_DIR/test.$lang"
+done
+check_raw
+
+if [ -z "$TREES_DIR" ]; then
+  log "fetching stanza's $PARSER_LANG models (tokenize, pos, constituency) into $STANZA_DIR"
+  python -c "import stanza, sys; stanza.download(sys.argv[1], model_dir=sys.argv[2], processors='tokenize,pos,constituency')" \
+    "$PARSER_LANG" "$STANZA_DIR" || die "could not fetch stanza's models for '$PARSER_LANG' (the model hub needs network)"
+fi
+mark_done 01_download

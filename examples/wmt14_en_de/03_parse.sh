@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Step 3: constituency trees of the source side -> WORKDIR/tok/{split}.$SRC.tree.
+#   TREES_DIR set: gold trees TREES_DIR/{split}.$SRC.tree (one per raw line, leaves = the
+#     Moses tokens) are copied, minus the pairs cleaning dropped.
+#   Else stanza (on GPU when there is one) parses the tokenized source in NUM_SHARDS shards,
+#     PARSE_JOBS at a time, job j on GPU j (mgsa-preprocess --num-shards N --shard-id I), and
+#     the shards are checked and merged. A rerun parses only the shards not done yet.
+#     SHARD_ID=I parses shard I only (one task of a SLURM array, see README.md); run without
+#     it afterwards to merge.
+set -euo pipefail
+
+WORKDIR=${WORKDIR:-$PWD/wmt14_en_de}
+SRC=${SRC:-en}
+TGT=${TGT:-de}
+LOWERCASE=${LOWERCASE:-0}
+TREES_DIR=${TREES_DIR:-}
+STANZA_DIR=${STANZA_DIR:-$WORKDIR/stanza_resources}
+PARSER_LANG=${PARSER_LANG:-$SRC}
+PARSER_BATCH_SIZE=${PARSER_BATCH_SIZE:-256}
+SHARD_ID=${SHARD_ID:-}      # set: parse only this shard and stop (one SLURM array task, see README.md)
+NUM_SHARDS=${NUM_SHARDS:-64}
+
+# shellcheck source=../common/steps.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../common/steps.sh"
+GPUS=${GPUS:-$(num_gpus)}                             # GPUs to parse on (0: CPU)
+PARSE_JOBS=${PARSE_JOBS:-$((GPUS > 0 ? GPUS : 1))}    # shards parsed at the same time
+if [ -n "$SHARD_ID" ]; then step_parse_shard_only; else run_step 03_parse step_parse; fi

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Step 5: mgsa-preprocess: BPE on both sides, a joined dictionary (for --share-all-embeddings),
+# fairseq binaries, and the source's phrase files (the top LEVELS levels of the trees of
+# step 3) with the tag dictionary, into DATA_BIN. Report: DATA_BIN/mgsa_preprocess_report.txt.
+set -euo pipefail
+
+WORKDIR=${WORKDIR:-$PWD/wmt14_en_de}
+SRC=${SRC:-en}
+TGT=${TGT:-de}
+DATA_BIN=${DATA_BIN:-$WORKDIR/data-bin}
+BPE_MERGES=${BPE_MERGES:-32000}
+LEVELS=${LEVELS:-3}
+WORKERS=${WORKERS:-8}
+LENIENT=${LENIENT:-0}      # 1: a tree that does not fit its line becomes a flat partition (counted in the report)
+
+# shellcheck source=../common/steps.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../common/steps.sh"
+run_step 05_preprocess step_preprocess

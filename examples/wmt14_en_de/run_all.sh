@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The whole WMT14 En-De recipe, steps 1 to 8; every step skips what is done, so rerunning
+# resumes. Every variable of the steps can be set by environment, e.g.
+#   GPUS=4 bash run_all.sh                               # update-freq 2: the paper's batch
+#   MODEL_SIZE=big bash run_all.sh                       # Transformer-Big + MG-SA
+#   ARCHS="transformer mgsa_transformer_syntactic" bash run_all.sh   # baseline and MG-SA
+#   SKIP_DOWNLOAD=1 RAW_DIR=/data/wmt14 bash run_all.sh  # raw text already there
+#   FROM_STEP=6 bash run_all.sh                          # start at step 6
+set -euo pipefail
+
+WORKDIR=${WORKDIR:-$PWD/wmt14_en_de}
+MODEL_SIZE=${MODEL_SIZE:-base}
+ARCHS=${ARCHS:-}          # models to train, score and compare; empty: MODEL_SIZE's MG-SA model
+FROM_STEP=${FROM_STEP:-1}
+export WORKDIR MODEL_SIZE
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# step SCRIPT: run it unless its number is below FROM_STEP.
+step() { if [ "$((10#${1:0:2}))" -ge "$FROM_STEP" ]; then bash "$HERE/$1"; fi; }
+
+step 01_download.sh
+step 02_tokenize.sh
+step 03_parse.sh
+step 04_bpe.sh
+step 05_preprocess.sh
+if [ -z "$ARCHS" ]; then
+  ARCHS=$(if [ "$MODEL_SIZE" = big ]; then echo mgsa_transformer_big_syntactic; else echo mgsa_transformer_syntactic; fi)
+fi
+for arch in $ARCHS; do
+  ARCH=$arch RUN_NAME=$arch step 06_train.sh
+  ARCH=$arch RUN_NAME=$arch step 07_average_and_generate.sh
+  ARCH=$arch RUN_NAME=$arch step 08_score.sh
+done
+echo "== $WORKDIR/results"
+for arch in $ARCHS; do
+  if [ -f "$WORKDIR/results/$arch/bleu.txt" ]; then cat "$WORKDIR/results/$arch/bleu.txt"; fi
+done
