@@ -224,6 +224,8 @@ def canonical_token(tok: str) -> str:
     if "&" in tok:
         for esc, ch in _MOSES_ESCAPES:
             tok = tok.replace(esc, ch)
+    if tok == "@-@":  # Moses' aggressive hyphen splitting (tokenizer -a): "a-b" -> "a @-@ b"
+        return "-"
     if "\\" in tok:  # PTB's \/ and \*
         tok = tok.replace("\\/", "/").replace("\\*", "*")
     return tok

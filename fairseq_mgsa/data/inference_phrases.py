@@ -48,7 +48,8 @@ class PhraseAnnotator:
                 self.parser = self.parser_factory()
             except PreprocessError as e:
                 raise MGSAError(str(e))
-        return words, self.parser.parse(words)
+        # the parser sees the text the escapes stand for, as mgsa-preprocess --parser gives it
+        return words, self.parser.parse([[canonical_token(w) for w in ws] for ws in words])
 
     def __call__(self, lines: List[str]):
         """(token tensors, phrases per sentence: [(lengths, tags)] per level), in input order."""

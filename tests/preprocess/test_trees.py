@@ -170,7 +170,8 @@ def test_leaf_mismatch_names_both_files():
 
 @pytest.mark.parametrize("a,b", [("-LRB-", "("), ("-RCB-", "}"), ("``", '"'), ("''", "&quot;"), ("&amp;", "&"),
                                  ("AT&amp;T", "AT&T"), ("&#124;", "|"), ("&lt;b&gt;", "<b>"), ("1\\/2", "1/2"),
-                                 ("\\*", "*"), (":-LRB-", ":("), ("&apos;s", "'s"), ("&#91;", "-LSB-")])
+                                 ("\\*", "*"), (":-LRB-", ":("), ("&apos;s", "'s"), ("&#91;", "-LSB-"),
+                                 ("@-@", "-")])
 def test_canonical_token_equates_escapes(a, b):
     assert canonical_token(a) == canonical_token(b)
 

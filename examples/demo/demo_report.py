@@ -1,0 +1,187 @@
+"""Scoring, significance, table, plots and README section of the demo (run_demo.py).
+
+Scores are sacrebleu's (BLEU, chrF, and its paired bootstrap resampling against the
+baseline); plots are matplotlib's.
+"""
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from typing import Dict, List, Tuple
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only, no screen
+import matplotlib.pyplot as plt  # noqa: E402
+from sacrebleu.metrics import BLEU, CHRF  # noqa: E402
+from sacrebleu.significance import PairedTest  # noqa: E402
+
+MAX_ORDER = 8  # BLEU-1 .. BLEU-8, as the paper's Figure 2
+README_START = "<!-- demo-results:start (written by examples/demo/run_demo.py) -->"
+README_END = "<!-- demo-results:end -->"
+
+
+@dataclass
+class Run:
+    name: str
+    label: str
+    hyps: List[str]
+    refs: List[str]
+    valid_curve: List[Tuple[int, float]]  # (updates, validation NLL in bits per token)
+    train_minutes: float
+
+
+def read_generate(path: str, expected: int) -> Tuple[List[str], List[str]]:
+    """Hypotheses and references from fairseq-generate output, in the test set's order;
+    every test sentence must be there."""
+    hyps, refs = {}, {}
+    with open(path) as f:
+        for line in f:
+            if line.startswith("H-"):
+                i, _, text = line.rstrip("\n").split("\t")
+                hyps[int(i[2:])] = text
+            elif line.startswith("T-"):
+                i, text = line.rstrip("\n").split("\t")
+                refs[int(i[2:])] = text
+    if sorted(hyps) != list(range(expected)) or sorted(refs) != list(range(expected)):
+        raise ValueError(f"{path}: {len(hyps)} hypotheses and {len(refs)} references for {expected} test sentences")
+    return [hyps[i] for i in range(expected)], [refs[i] for i in range(expected)]
+
+
+def read_valid_curve(train_log: str) -> List[Tuple[int, float]]:
+    """(num_updates, nll_loss) of every validation in a fairseq-train log. nll_loss is the
+    translation loss alone (the syntactic model's tag loss is logged apart)."""
+    pattern = re.compile(r"valid on 'valid' subset \| .*?\bnll_loss ([\d.]+) .*?\| num_updates (\d+)")
+    with open(train_log) as f:
+        return [(int(u), float(nll)) for nll, u in pattern.findall(f.read())]
+
+
+def score(runs: Dict[str, Run], baseline: str, bootstrap_samples: int) -> dict:
+    refs = runs[baseline].refs
+    names = [baseline] + [n for n in runs if n != baseline]
+    # paired bootstrap resampling (Koehn 2004), as `sacrebleu --paired-bs`. force=True: the
+    # corpus is the grammar's own space-separated text, no detokenized reference exists.
+    test = PairedTest([(n, runs[n].hyps) for n in names], {"BLEU": BLEU(force=True), "chrF": CHRF()}, [refs],
+                      test_type="bs", n_samples=bootstrap_samples)
+    signatures, table = test()
+    bleu_rows, chrf_rows = (table[k] for k in table if k != "System")  # sacrebleu names chrF "chrF2"
+    models = {}
+    for i, n in enumerate(names):
+        bleu, chrf = bleu_rows[i], chrf_rows[i]
+        base_bleu_n = [BLEU(max_ngram_order=k, force=True).corpus_score(runs[baseline].hyps, [refs]).score
+                       for k in range(1, MAX_ORDER + 1)]
+        bleu_n = [BLEU(max_ngram_order=k, force=True).corpus_score(runs[n].hyps, [refs]).score for k in range(1, MAX_ORDER + 1)]
+        models[n] = {
+            "label": runs[n].label,
+            "bleu": round(bleu.score, 2), "chrf": round(chrf.score, 2),
+            "bleu_p_value": bleu.p_value, "chrf_p_value": chrf.p_value,
+            "bleu_bootstrap_mean": bleu.mean, "bleu_bootstrap_ci95": bleu.ci,
+            "exact_match": round(100.0 * sum(h == r for h, r in zip(runs[n].hyps, refs)) / len(refs), 1),
+            "bleu_n_gap": [round(x - y, 2) for x, y in zip(bleu_n, base_bleu_n)],
+            "final_valid_nll": runs[n].valid_curve[-1][1] if runs[n].valid_curve else None,
+            "valid_curve": runs[n].valid_curve,
+            "train_minutes": round(runs[n].train_minutes, 1),
+        }
+    return {"baseline": baseline, "bootstrap_samples": bootstrap_samples,
+            "signature": {name: str(sig) for name, sig in signatures.items()},
+            "models": models}
+
+
+def fmt_p(p) -> str:
+    return "-" if p is None else f"{p:.4f}"
+
+
+def markdown_table(results: dict) -> str:
+    base = results["models"][results["baseline"]]
+    lines = ["| model | BLEU | Δ BLEU | p (BLEU) | chrF | Δ chrF | p (chrF) | exact match % | valid NLL (bits) |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for name, m in results["models"].items():
+        nll = "-" if m["final_valid_nll"] is None else f"{m['final_valid_nll']:.3f}"
+        if name == results["baseline"]:
+            d_bleu = p_bleu = d_chrf = p_chrf = ""
+        else:
+            d_bleu, d_chrf = f"{m['bleu'] - base['bleu']:+.2f}", f"{m['chrf'] - base['chrf']:+.2f}"
+            p_bleu, p_chrf = fmt_p(m["bleu_p_value"]), fmt_p(m["chrf_p_value"])
+        lines.append(f"| {m['label']} | {m['bleu']:.2f} | {d_bleu} | {p_bleu} | {m['chrf']:.2f} | {d_chrf} "
+                     f"| {p_chrf} | {m['exact_match']:.1f} | {nll} |")
+    return "\n".join(lines)
+
+
+def plot_bleu_gain(results: dict, path: str) -> None:
+    fig, ax = plt.subplots(figsize=(5.5, 3.6))
+    orders = list(range(1, MAX_ORDER + 1))
+    for name, m in results["models"].items():
+        if name != results["baseline"]:
+            ax.plot(orders, m["bleu_n_gap"], marker="o", label=m["label"])
+    ax.axhline(0.0, color="grey", linewidth=0.8)
+    ax.set_xlabel("N (BLEU up to N-grams)")
+    ax.set_ylabel("BLEU-N gap to the baseline")
+    ax.set_title("Improvement by n-gram order (as the paper's Figure 2)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def plot_valid_curves(results: dict, path: str) -> None:
+    fig, ax = plt.subplots(figsize=(5.5, 3.6))
+    for m in results["models"].values():
+        if m["valid_curve"]:
+            updates, nll = zip(*m["valid_curve"])
+            ax.plot(updates, nll, marker=".", label=m["label"])
+    ax.set_xlabel("updates")
+    ax.set_ylabel("validation NLL (bits per token)")
+    ax.set_yscale("log")
+    ax.set_title("Validation loss")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def write(results: dict, runs: Dict[str, Run], work: str) -> Dict[str, str]:
+    paths = {k: os.path.join(work, f) for k, f in (("json", "results.json"), ("md", "results.md"),
+                                                   ("gain", "bleu_gain_by_ngram.png"),
+                                                   ("curves", "valid_loss.png"))}
+    with open(paths["json"], "w") as f:
+        json.dump(results, f, indent=2)
+    with open(paths["md"], "w") as f:
+        f.write(markdown_table(results) + "\n")
+    plot_bleu_gain(results, paths["gain"])
+    plot_valid_curves(results, paths["curves"])
+    return paths
+
+
+def readme_section(results: dict, docs_rel: str) -> str:
+    s = results["setup"]
+    models = results["models"]
+    better = [f"{m['label']} {m['bleu'] - models[results['baseline']]['bleu']:+.2f} BLEU (p = {fmt_p(m['bleu_p_value'])})"
+              for n, m in models.items() if n != results["baseline"]]
+    return "\n".join([
+        README_START,
+        f"Last run: {s['train_sentences']} training and {s['test_sentences']} test sentences from the grammar, "
+        f"{s['max_update']} updates per model (seed {s['seed']}), {s['minutes']} minutes in all. "
+        f"Against the baseline: {'; '.join(better)}. p-values: sacrebleu's paired bootstrap "
+        f"({results['bootstrap_samples']} resamples, so {1 / (results['bootstrap_samples'] + 1):.4f} is the smallest "
+        f"p it can give); exact match: hypotheses equal to the reference.",
+        "",
+        markdown_table(results),
+        "",
+        f"![BLEU gain by n-gram order]({docs_rel}/bleu_gain_by_ngram.png) "
+        f"![validation loss]({docs_rel}/valid_loss.png)",
+        "",
+        "sacrebleu: " + ", ".join(f"`{sig}`" for sig in results["signature"].values()),
+        README_END,
+    ])
+
+
+def update_readme(readme: str, results: dict, docs_rel: str) -> None:
+    with open(readme) as f:
+        text = f.read()
+    if README_START not in text or README_END not in text:
+        raise ValueError(f"{readme}: no results section between {README_START!r} and {README_END!r}")
+    head, rest = text.split(README_START, 1)
+    _, tail = rest.split(README_END, 1)
+    with open(readme, "w") as f:
+        f.write(head + readme_section(results, docs_rel) + tail)

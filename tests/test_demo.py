@@ -1,0 +1,85 @@
+"""The README's main command (examples/demo/run_demo.py): its scoring, its README
+section, and one tiny run of the whole thing."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import sacrebleu
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "examples", "demo"))
+import demo_report  # noqa: E402
+
+REFS = [f"da hundo {w} kun da skopo vidis ." for w in ("alto", "rosa", "kilo", "stil", "kluk", "verdo")] * 10
+
+
+def runs(**hyps):
+    return {name: demo_report.Run(name, name.upper(), h, REFS, [(10, 2.0), (20, 1.0)], 0.5) for name, h in hyps.items()}
+
+
+def test_scores_are_sacrebleus_and_the_bootstrap_compares_against_the_baseline():
+    worse = [r.replace("kun", "kunte") if i % 2 else r for i, r in enumerate(REFS)]  # half the sentences wrong
+    results = demo_report.score(runs(base=worse, perfect=list(REFS), same=list(worse)), "base", 200)
+    m = results["models"]
+    assert m["base"]["bleu"] == round(sacrebleu.corpus_bleu(worse, [REFS]).score, 2)
+    assert m["base"]["chrf"] == round(sacrebleu.corpus_chrf(worse, [REFS]).score, 2)
+    assert m["perfect"]["bleu"] == 100.0 and m["perfect"]["exact_match"] == 100.0
+    assert m["base"]["exact_match"] == 50.0
+    assert m["base"]["bleu_p_value"] is None  # the baseline is not compared with itself
+    assert m["perfect"]["bleu_p_value"] < 0.01  # better on every resample
+    assert m["same"]["bleu_p_value"] > 0.5  # identical output: no evidence of a difference
+    assert m["same"]["bleu_n_gap"] == [0.0] * demo_report.MAX_ORDER
+    # one wrong word spoils more of the higher-order n-grams: the gap grows with N
+    gaps = m["perfect"]["bleu_n_gap"]
+    assert gaps[0] > 0 and all(b >= a for a, b in zip(gaps, gaps[1:]))
+    assert list(results["signature"]) == ["BLEU", "chrF2"]
+
+
+def test_readme_section_is_rewritten_in_place(tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# title\nbefore\n\n{demo_report.README_START}\nold table\n{demo_report.README_END}\nafter\n")
+    results = demo_report.score(runs(base=list(REFS), other=list(REFS)), "base", 50)
+    results["setup"] = {"train_sentences": 10, "test_sentences": len(REFS), "max_update": 5, "seed": 1, "minutes": 0.1}
+    demo_report.update_readme(str(readme), results, "docs/demo")
+    once = readme.read_text()
+    assert once.startswith("# title\nbefore\n\n") and once.endswith("after\n")
+    assert "old table" not in once
+    assert "| OTHER | 100.00 | +0.00 |" in once
+    assert "![BLEU gain by n-gram order](docs/demo/bleu_gain_by_ngram.png)" in once
+    demo_report.update_readme(str(readme), results, "docs/demo")
+    assert readme.read_text() == once
+    readme.write_text("no markers\n")
+    with pytest.raises(ValueError, match="no results section"):
+        demo_report.update_readme(str(readme), results, "docs/demo")
+
+
+def test_a_missing_hypothesis_is_an_error_naming_the_file(tmp_path):
+    out = tmp_path / "generate.txt"
+    out.write_text("S-0\ta\nT-0\tx\nH-0\t-0.1\tx\nS-1\tb\nT-1\ty\n")
+    with pytest.raises(ValueError, match=r"generate\.txt: 1 hypotheses and 2 references for 2 test sentences"):
+        demo_report.read_generate(str(out), 2)
+
+
+def test_the_demo_runs_end_to_end_on_a_tiny_budget(tmp_path):
+    work, docs = tmp_path / "work", tmp_path / "docs"
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "demo", "run_demo.py"),
+                           "--workdir", str(work), "--docs-dir", str(docs), "--no-readme", "--train-size", "300",
+                           "--test-size", "30", "--max-update", "12", "--validate-every", "6",
+                           "--bootstrap-samples", "50"], cwd=tmp_path, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True)
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    results = json.loads((work / "results.json").read_text())
+    assert list(results["models"]) == ["transformer", "mgsa_ngram", "mgsa_syntactic"]
+    for name, m in results["models"].items():
+        assert [u for u, _ in m["valid_curve"]] == [6, 12]
+        assert 0.0 <= m["bleu"] <= 100.0
+    assert "train: 3 phrase levels" in (work / "logs" / "train.mgsa_syntactic.log").read_text()
+    table = (work / "results.md").read_text().splitlines()
+    assert len(table) == 2 + 3
+    for png in ("bleu_gain_by_ngram.png", "valid_loss.png"):
+        assert (docs / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        import matplotlib.image
+        assert matplotlib.image.imread(str(docs / png)).shape[0] > 100  # a real picture, readable back
