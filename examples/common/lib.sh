@@ -45,6 +45,16 @@ need_files() {
   for f in "$@"; do [ -s "$f" ] || die "$f not found (or empty)"; done
 }
 
+# check_raw: stop unless RAW_DIR holds the parallel splits {train,valid,test}.{SRC,TGT}; log their sizes.
+check_raw() {
+  local split lang
+  for split in train valid test; do
+    for lang in "$SRC" "$TGT"; do need_files "$RAW_DIR/$split.$lang"; done
+    same_lines "$RAW_DIR/$split.$SRC" "$RAW_DIR/$split.$TGT"
+  done
+  log "raw corpus in $RAW_DIR: $(lines "$RAW_DIR/train.$SRC") train, $(lines "$RAW_DIR/valid.$SRC") valid, $(lines "$RAW_DIR/test.$SRC") test pairs"
+}
+
 # num_gpus: the GPUs this job may use: those CUDA_VISIBLE_DEVICES names when it is set (as
 # SLURM does; empty: none), else those nvidia-smi lists (0 without nvidia-smi).
 num_gpus() {

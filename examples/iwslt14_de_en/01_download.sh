@@ -29,15 +29,6 @@ CONNECT_TIMEOUT=${CONNECT_TIMEOUT:-10}            # seconds
 # shellcheck source=../common/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../common/lib.sh"
 
-check_raw() {
-  local split lang
-  for split in train valid test; do
-    for lang in "$SRC" "$TGT"; do need_files "$RAW_DIR/$split.$lang"; done
-    same_lines "$RAW_DIR/$split.$SRC" "$RAW_DIR/$split.$TGT"
-  done
-  log "raw corpus in $RAW_DIR: $(lines "$RAW_DIR/train.$SRC") train, $(lines "$RAW_DIR/valid.$SRC") valid, $(lines "$RAW_DIR/test.$SRC") test pairs"
-}
-
 case "$SRC-$TGT" in
   de-en|en-de) ;;
   *) die "DIRECTION (or SRC/TGT) must be de-en or en-de (got $SRC-$TGT)" ;;

@@ -27,15 +27,6 @@ CONNECT_TIMEOUT=${CONNECT_TIMEOUT:-10}            # seconds
 # shellcheck source=../common/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../common/lib.sh"
 
-check_raw() {
-  local split lang
-  for split in train valid test; do
-    for lang in "$SRC" "$TGT"; do need_files "$RAW_DIR/$split.$lang"; done
-    same_lines "$RAW_DIR/$split.$SRC" "$RAW_DIR/$split.$TGT"
-  done
-  log "raw corpus in $RAW_DIR: $(lines "$RAW_DIR/train.$SRC") train, $(lines "$RAW_DIR/valid.$SRC") valid, $(lines "$RAW_DIR/test.$SRC") test pairs"
-}
-
 if [ "$SKIP_DOWNLOAD" = 1 ]; then
   log "SKIP_DOWNLOAD=1: using the files in $RAW_DIR"
   check_raw
