@@ -86,3 +86,17 @@ def test_the_demo_runs_end_to_end_on_a_tiny_budget(tmp_path):
         assert (docs / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         import matplotlib.image
         assert matplotlib.image.imread(str(docs / png)).shape[0] > 100  # a real picture, readable back
+
+
+@pytest.mark.slow
+def test_the_full_demo_puts_syntactic_mgsa_significantly_ahead(tmp_path):
+    """The README's main command at its default budget (about 7 minutes on 2 cores)."""
+    work = tmp_path / "work"
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "demo", "run_demo.py"),
+                           "--workdir", str(work), "--docs-dir", str(tmp_path / "docs"), "--no-readme"],
+                          cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert proc.returncode == 0, proc.stdout[-4000:]
+    models = json.loads((work / "results.json").read_text())["models"]
+    syntactic, baseline = models["mgsa_syntactic"], models["transformer"]
+    assert syntactic["bleu"] > baseline["bleu"] and syntactic["bleu_p_value"] < 0.05
+    assert syntactic["chrf"] > baseline["chrf"] and syntactic["chrf_p_value"] < 0.05
