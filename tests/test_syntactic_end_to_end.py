@@ -183,3 +183,16 @@ def test_interactive_unknown_tag_is_counted_and_bad_tree_is_a_clear_error(annota
     assert any(t == tag_dict.unk() for lengths, tags in phrases[0] for t in tags.tolist())
     with pytest.raises(MGSAError, match=r"input line 2: expected one bracketed tree"):
         annotator([trees[1], "the cat sleeps"])
+
+
+def test_interactive_text_input_without_a_stanza_model_is_a_one_line_error(data_bin, checkpoint, tmp_path):
+    """Text input goes to stanza (here: no model for the language, and no network or no
+    such language to fetch): one line saying what to do, no traceback."""
+    proc = subprocess.run(["fairseq-interactive", data_bin, "--user-dir", USER_DIR, "--task", "mgsa_translation",
+                           "--bpe", "subword_nmt", "--bpe-codes", data_bin.parent / "codes", "--path", checkpoint,
+                           "--stanza-dir", tmp_path / "no-models", "--cpu"], cwd=tmp_path,
+                          input="some cat watched the dog .\n", stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True)
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr
+    assert "fairseq-mgsa error: cannot load the stanza pipeline for language 'src'" in proc.stderr
