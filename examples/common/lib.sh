@@ -55,6 +55,13 @@ check_raw() {
   log "raw corpus in $RAW_DIR: $(lines "$RAW_DIR/train.$SRC") train, $(lines "$RAW_DIR/valid.$SRC") valid, $(lines "$RAW_DIR/test.$SRC") test pairs"
 }
 
+# fetch_stanza_models: stanza's PARSER_LANG models (tokenize, pos, constituency) into STANZA_DIR.
+fetch_stanza_models() {
+  log "fetching stanza's $PARSER_LANG models (tokenize, pos, constituency) into $STANZA_DIR"
+  python -c "import stanza, sys; stanza.download(sys.argv[1], model_dir=sys.argv[2], processors='tokenize,pos,constituency')" \
+    "$PARSER_LANG" "$STANZA_DIR" || die "could not fetch stanza's models for '$PARSER_LANG' (the model hub needs network)"
+}
+
 # num_gpus: the GPUs this job may use: those CUDA_VISIBLE_DEVICES names when it is set (as
 # SLURM does; empty: none), else those nvidia-smi lists (0 without nvidia-smi).
 num_gpus() {

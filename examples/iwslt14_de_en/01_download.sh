@@ -77,9 +77,5 @@ for lang in de en; do
 done
 check_raw
 
-if [ -z "$TREES_DIR" ]; then
-  log "fetching stanza's $PARSER_LANG models (tokenize, pos, constituency) into $STANZA_DIR"
-  python -c "import stanza, sys; stanza.download(sys.argv[1], model_dir=sys.argv[2], processors='tokenize,pos,constituency')" \
-    "$PARSER_LANG" "$STANZA_DIR" || die "could not fetch stanza's models for '$PARSER_LANG' (the model hub needs network)"
-fi
+[ -n "$TREES_DIR" ] || fetch_stanza_models
 mark_done 01_download
