@@ -119,21 +119,24 @@ def translate_pp(pp: Node, attached_to: str) -> List[str]:
     return [np_word if attached_to == "NP" else vp_word] + translate(np)
 
 
-def generate(n: int, seed: int) -> List[Tuple[str, str, str]]:
-    """`n` examples of (source sentence, target sentence, source tree), reproducible from `seed`."""
+def generate(n: int, seed: int, sentences_per_line: int = 1) -> List[Tuple[str, str, str]]:
+    """`n` examples of (source sentence, target sentence, source tree), reproducible from `seed`.
+    With sentences_per_line k > 1 each example is k sentences in a row, their trees the
+    children of one S (ROOT (S (S ...) (S ...))): lines of WMT-like length (about 11 k words)."""
     grammar = Grammar(seed)
     out = []
     for _ in range(n):
-        tree = grammar.sentence()
+        trees = [grammar.sentence().children[0] for _ in range(sentences_per_line)]  # the S under ROOT
+        tree = Node("ROOT", [trees[0] if len(trees) == 1 else Node("S", trees)])
         out.append((" ".join(tree.leaves()), " ".join(translate(tree)), tree.bracketed()))
     return out
 
 
 def write_corpus(out_dir: str, sizes=(("train", 2000), ("valid", 200), ("test", 200)), seed: int = 1,
-                 src: str = "src", tgt: str = "tgt") -> None:
+                 src: str = "src", tgt: str = "tgt", sentences_per_line: int = 1) -> None:
     os.makedirs(out_dir, exist_ok=True)
     for i, (split, n) in enumerate(sizes):
-        examples = generate(n, seed * 1000 + i)
+        examples = generate(n, seed * 1000 + i, sentences_per_line)
         with open(os.path.join(out_dir, f"{split}.{src}"), "w") as fs, \
                 open(os.path.join(out_dir, f"{split}.{tgt}"), "w") as ft, \
                 open(os.path.join(out_dir, f"{split}.{src}.tree"), "w") as ftree:
@@ -152,8 +155,12 @@ def main(argv=None):
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--src", default="src", help="source language suffix")
     p.add_argument("--tgt", default="tgt", help="target language suffix")
+    p.add_argument("--sentences-per-line", type=int, default=1, help="sentences joined into one line")
     a = p.parse_args(argv)
-    write_corpus(a.out, (("train", a.train), ("valid", a.valid), ("test", a.test)), a.seed, a.src, a.tgt)
+    if a.sentences_per_line < 1:
+        p.error("--sentences-per-line must be at least 1")
+    write_corpus(a.out, (("train", a.train), ("valid", a.valid), ("test", a.test)), a.seed, a.src, a.tgt,
+                 a.sentences_per_line)
 
 
 if __name__ == "__main__":

@@ -149,3 +149,18 @@ def test_random_trees_and_segmentations(tree, seed, wrap, multiline, style, leve
         if previous_bounds is not None:
             assert previous_bounds <= bounds
         previous_bounds = bounds
+
+
+def test_synthetic_lines_of_several_sentences():
+    """generate(..., sentences_per_line=3): one line is three grammar sentences in a row, its
+    tree their three S under one S (level 1 = the sentences), its target their translations."""
+    from preprocess.synthetic import generate
+
+    singles = generate(4, 9)
+    for src, tgt, tree in generate(4, 9, sentences_per_line=3):
+        top, leaves = parse_tree(tree)
+        assert leaves == src.split()
+        level1 = partition(top, 1)[0]
+        assert [n[0] for n in level1] == ["S", "S", "S"]
+        assert src.count(" . ") + src.endswith(" .") == 3 and tgt.count(" . ") + tgt.endswith(" .") == 3
+    assert generate(4, 9, sentences_per_line=1) == singles  # the default corpus is unchanged
