@@ -55,6 +55,20 @@ check_raw() {
   log "raw corpus in $RAW_DIR: $(lines "$RAW_DIR/train.$SRC") train, $(lines "$RAW_DIR/valid.$SRC") valid, $(lines "$RAW_DIR/test.$SRC") test pairs"
 }
 
+# exit_if_downloaded: end the download script (status 0) when SKIP_DOWNLOAD=1 (after checking
+# RAW_DIR) or when the download is done already.
+exit_if_downloaded() {
+  if [ "$SKIP_DOWNLOAD" = 1 ]; then
+    log "SKIP_DOWNLOAD=1: using the files in $RAW_DIR"
+    check_raw
+    exit 0
+  fi
+  if is_done 01_download; then
+    log "01_download: done already (delete $WORKDIR/.done/01_download to redo it)"
+    exit 0
+  fi
+}
+
 # fetch_stanza_models: stanza's PARSER_LANG models (tokenize, pos, constituency) into STANZA_DIR.
 fetch_stanza_models() {
   log "fetching stanza's $PARSER_LANG models (tokenize, pos, constituency) into $STANZA_DIR"

@@ -33,15 +33,7 @@ case "$SRC-$TGT" in
   de-en|en-de) ;;
   *) die "DIRECTION (or SRC/TGT) must be de-en or en-de (got $SRC-$TGT)" ;;
 esac
-if [ "$SKIP_DOWNLOAD" = 1 ]; then
-  log "SKIP_DOWNLOAD=1: using the files in $RAW_DIR"
-  check_raw
-  exit 0
-fi
-if is_done 01_download; then
-  log "01_download: done already (delete $WORKDIR/.done/01_download to redo it)"
-  exit 0
-fi
+exit_if_downloaded
 
 need curl "install curl, or fetch the data elsewhere and run with SKIP_DOWNLOAD=1 RAW_DIR=<its folder>"
 check_network "$IWSLT_URL"

@@ -27,15 +27,7 @@ CONNECT_TIMEOUT=${CONNECT_TIMEOUT:-10}            # seconds
 # shellcheck source=../common/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../common/lib.sh"
 
-if [ "$SKIP_DOWNLOAD" = 1 ]; then
-  log "SKIP_DOWNLOAD=1: using the files in $RAW_DIR"
-  check_raw
-  exit 0
-fi
-if is_done 01_download; then
-  log "01_download: done already (delete $WORKDIR/.done/01_download to redo it)"
-  exit 0
-fi
+exit_if_downloaded
 
 case "$NEWS_COMMENTARY" in
   v9) NC_URL=$STATMT/wmt14/training-parallel-nc-v9.tgz; NC=training/news-commentary-v9.de-en ;;
