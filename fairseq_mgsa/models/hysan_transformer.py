@@ -1,0 +1,229 @@
+"""`hysan_transformer`: fairseq's Transformer with HySAN's hybrid self-attention.
+
+The self-attention of the chosen encoder and decoder layers becomes a
+HybridMultiheadAttention (global, directional and local branches over one score
+matrix, fused before W_O); cross-attention, FFN, residuals, norms and embeddings are
+fairseq's own. A stack whose branches are just `global` keeps fairseq's attention.
+Options (dataclass fields, so fairseq-hydra-train sees them too): --hysan-encoder-branches,
+--hysan-decoder-branches, --hysan-fusion, --hysan-gate-reduction, --hysan-gate-shared,
+--hysan-directional-exclude-self, --hysan-encoder-layers, --hysan-decoder-layers.
+"""
+
+import argparse
+from dataclasses import dataclass, field
+from typing import List
+
+from fairseq.dataclass import ChoiceEnum, FairseqDataclass
+from fairseq.dataclass.utils import gen_parser_from_dataclass
+from fairseq.distributed import fsdp_wrap
+from fairseq.models import register_model, register_model_architecture
+from fairseq.models.transformer import (
+    TransformerConfig,
+    TransformerDecoderBase,
+    TransformerEncoderBase,
+    TransformerModel,
+    base_architecture,
+    transformer_iwslt_de_en,
+    transformer_vaswani_wmt_en_de_big,
+)
+from fairseq.modules.transformer_layer import TransformerDecoderLayerBase, TransformerEncoderLayerBase
+from fairseq.modules.checkpoint_activations import checkpoint_wrapper
+from omegaconf import DictConfig, OmegaConf
+
+from ..errors import MGSAError
+from ..modules.branch_fusion import FUSIONS
+from ..modules.hybrid_attention import Branch, HybridMultiheadAttention, parse_branches
+
+
+@dataclass
+class HySANConfig(FairseqDataclass):
+    hysan_encoder_branches: str = field(
+        default="global,forward,backward,local2",
+        metadata={"help": "encoder self-attention branches over one score matrix: global, forward (fw), "
+                          "backward (bw), localK (window radius K >= 1; several radii allowed)"},
+    )
+    hysan_decoder_branches: str = field(
+        default="global,local2",
+        metadata={"help": "decoder self-attention branches: global (causal) and localK (the K previous "
+                          "positions and itself); 'global' alone keeps fairseq's attention"},
+    )
+    hysan_fusion: ChoiceEnum(list(FUSIONS)) = field(
+        default="gate", metadata={"help": "branch fusion before W_O: add (sum), concat (Linear l*d -> d) or "
+                                          "gate (sum of squeeze-gated branches)"},
+    )
+    hysan_gate_reduction: int = field(
+        default=64, metadata={"help": "reduction ratio r of the squeeze gate (hidden width d/r)"}
+    )
+    hysan_gate_shared: bool = field(
+        default=False, metadata={"help": "one squeeze gate per layer shared by its branches (default: one per branch)"}
+    )
+    hysan_directional_exclude_self: bool = field(
+        default=False, metadata={"help": "strict directional masks (j < i, j > i) instead of j <= i, j >= i"}
+    )
+    hysan_encoder_layers: str = field(
+        default="all", metadata={"help": "encoder layers (1 = bottom) with HySAN: comma-separated list or 'all'"}
+    )
+    hysan_decoder_layers: str = field(
+        default="all", metadata={"help": "decoder layers (1 = bottom) with HySAN: comma-separated list or 'all'"}
+    )
+
+
+def parse_layers(spec: str, num_layers: int, option: str) -> List[int]:
+    """'1,3' / 'all' -> 0-based layer indices (as --mgsa-layers); one-line MGSAError otherwise."""
+    spec = str(spec).strip()
+    if spec == "all":
+        return list(range(num_layers))
+    try:
+        layers = [int(s) for s in spec.split(",") if s.strip()]
+    except ValueError:
+        layers = []
+    if not layers:
+        raise MGSAError(f"{option} {spec!r}: expected comma-separated layer numbers (1 = bottom) or 'all'")
+    for i in layers:
+        if not 1 <= i <= num_layers:
+            raise MGSAError(f"{option} {spec!r}: layer {i} is out of range, the stack has layers 1..{num_layers}")
+    return sorted(set(i - 1 for i in layers))
+
+
+def _hybrid_attention(layer, cfg, embed_dim: int, heads: int, branches, causal: bool):
+    return HybridMultiheadAttention(
+        embed_dim, heads, branches, fusion=cfg.hysan_fusion, gate_reduction=cfg.hysan_gate_reduction,
+        gate_shared=cfg.hysan_gate_shared, causal=causal, exclude_self=cfg.hysan_directional_exclude_self,
+        dropout=cfg.attention_dropout, q_noise=layer.quant_noise, qn_block_size=layer.quant_noise_block_size)
+
+
+class HySANEncoderLayer(TransformerEncoderLayerBase):
+    def build_self_attention(self, embed_dim, cfg):
+        branches = parse_branches(cfg.hysan_encoder_branches, False, "--hysan-encoder-branches")
+        return _hybrid_attention(self, cfg, embed_dim, cfg.encoder.attention_heads, branches, causal=False)
+
+
+class HySANDecoderLayer(TransformerDecoderLayerBase):
+    def build_self_attention(self, embed_dim, cfg, add_bias_kv=False, add_zero_attn=False):
+        if add_bias_kv or add_zero_attn or cfg.cross_self_attention:
+            raise MGSAError("HySAN decoder layers do not support add_bias_kv, add_zero_attn or --cross-self-attention")
+        branches = parse_branches(cfg.hysan_decoder_branches, True, "--hysan-decoder-branches")
+        return _hybrid_attention(self, cfg, embed_dim, cfg.decoder.attention_heads, branches, causal=True)
+
+
+def _wrap(layer, cfg):
+    # the wrapping fairseq's build_encoder_layer / build_decoder_layer apply
+    if cfg.checkpoint_activations:
+        layer = checkpoint_wrapper(layer, offload_to_cpu=cfg.offload_activations)
+    return fsdp_wrap(layer, min_num_params=cfg.min_params_to_wrap if not cfg.checkpoint_activations else 0)
+
+
+def _uses_hybrid(spec: str, decoder: bool, option: str) -> bool:
+    return parse_branches(spec, decoder, option) != [Branch("global")]
+
+
+class HySANTransformerEncoder(TransformerEncoderBase):
+    def __init__(self, cfg, dictionary, embed_tokens, return_fc=False):
+        super().__init__(cfg, dictionary, embed_tokens, return_fc=return_fc)
+        self.hysan_layer_ids = []
+        if _uses_hybrid(cfg.hysan_encoder_branches, False, "--hysan-encoder-branches"):
+            self.hysan_layer_ids = parse_layers(cfg.hysan_encoder_layers, len(self.layers), "--hysan-encoder-layers")
+        for i in self.hysan_layer_ids:
+            self.layers[i] = _wrap(HySANEncoderLayer(cfg, return_fc=self.return_fc), cfg)
+
+
+class HySANTransformerDecoder(TransformerDecoderBase):
+    def __init__(self, cfg, dictionary, embed_tokens, no_encoder_attn=False, output_projection=None):
+        super().__init__(cfg, dictionary, embed_tokens, no_encoder_attn=no_encoder_attn,
+                         output_projection=output_projection)
+        self.hysan_layer_ids = []
+        if _uses_hybrid(cfg.hysan_decoder_branches, True, "--hysan-decoder-branches"):
+            self.hysan_layer_ids = parse_layers(cfg.hysan_decoder_layers, len(self.layers), "--hysan-decoder-layers")
+        for i in self.hysan_layer_ids:
+            self.layers[i] = _wrap(HySANDecoderLayer(cfg, no_encoder_attn), cfg)
+
+
+# Configured through argparse like `mgsa_transformer` (see there why the fields are flat).
+@register_model("hysan_transformer")
+class HySANTransformerModel(TransformerModel):
+    """Transformer with HySAN's hybrid self-attention (Song et al., arXiv:1811.00253)."""
+
+    @classmethod
+    def add_args(cls, parser):
+        super().add_args(parser)
+        # no defaults on the command line, so that architectures can fill them in
+        gen_parser_from_dataclass(parser, HySANConfig(), delete_default=True)
+
+    @classmethod
+    def build_model(cls, args, task):
+        if isinstance(args, DictConfig):
+            # fairseq-hydra-train: keep the hysan_* keys (see MGSATransformerModel.build_model)
+            args = argparse.Namespace(**OmegaConf.to_container(args, resolve=True))
+        return super().build_model(args, task)
+
+    @classmethod
+    def build_encoder(cls, args, src_dict, embed_tokens):
+        return HySANTransformerEncoder(TransformerConfig.from_namespace(args), src_dict, embed_tokens)
+
+    @classmethod
+    def build_decoder(cls, args, tgt_dict, embed_tokens):
+        cfg = TransformerConfig.from_namespace(args)
+        return HySANTransformerDecoder(cfg, tgt_dict, embed_tokens, no_encoder_attn=cfg.no_cross_attention)
+
+
+def hysan_defaults(args):
+    for name, value in vars(HySANConfig()).items():
+        if name.startswith("hysan_") and getattr(args, name, None) is None:
+            setattr(args, name, value)
+
+
+def check_hysan_args(args):
+    """Raise MGSAError for a HySAN configuration the model could not be built with."""
+    enc = _uses_hybrid(args.hysan_encoder_branches, False, "--hysan-encoder-branches")
+    dec = _uses_hybrid(args.hysan_decoder_branches, True, "--hysan-decoder-branches")
+    if enc:
+        parse_layers(args.hysan_encoder_layers, args.encoder_layers, "--hysan-encoder-layers")
+    if dec:
+        parse_layers(args.hysan_decoder_layers, args.decoder_layers, "--hysan-decoder-layers")
+        if getattr(args, "cross_self_attention", False):
+            raise MGSAError("--cross-self-attention: HySAN decoder branches need the decoder's own self-attention; "
+                            "use --hysan-decoder-branches global with it")
+    r = args.hysan_gate_reduction
+    for side, on in (("encoder", enc), ("decoder", dec)):
+        dim = getattr(args, f"{side}_embed_dim")
+        if on and args.hysan_fusion == "gate" and not 1 <= r <= dim:
+            raise MGSAError(f"--hysan-gate-reduction {r}: expected 1 <= r <= {dim} (the {side} width), "
+                            f"the squeeze gate's hidden width is width / r")
+
+
+# The recommended configuration (PEERS.md H7): encoder global + forward + backward + local
+# (radius 2), decoder global + local2, squeeze-gate fusion, in every layer.
+RECOMMENDED = dict(hysan_encoder_branches="global,forward,backward,local2", hysan_decoder_branches="global,local2",
+                   hysan_fusion="gate", hysan_gate_reduction=64, hysan_encoder_layers="all",
+                   hysan_decoder_layers="all")
+
+
+def hysan_architecture(name: str, transformer_arch, preset=None):
+    """Register `name` as `transformer_arch` plus HySAN defaults (`preset` first); a bad
+    HySAN option stops the command at argument parsing with a one-line error."""
+
+    def arch(args):
+        for key, value in (preset or {}).items():
+            if getattr(args, key, None) is None:
+                setattr(args, key, value)
+        hysan_defaults(args)
+        transformer_arch(args)
+        check_hysan_args(args)
+
+    arch.__doc__ = f"HySAN self-attention on fairseq's `{transformer_arch.__name__}` architecture."
+    return register_model_architecture("hysan_transformer", name)(arch)
+
+
+# Sizes as fairseq's (PEERS.md H12): Base d 512 / ffn 2048 / 8 heads; Big (the paper's Large)
+# d 1024 / ffn 4096 / 16 heads; IWSLT (the paper's Small) d 512 / ffn 1024 / 4 heads.
+hysan_transformer = hysan_architecture("hysan_transformer", base_architecture)
+hysan_transformer_big = hysan_architecture("hysan_transformer_big", transformer_vaswani_wmt_en_de_big)
+hysan_transformer_iwslt_de_en = hysan_architecture("hysan_transformer_iwslt_de_en", transformer_iwslt_de_en)
+# The recommended preset at each size, pinned: the same as the option defaults today, and
+# stays so for recipes and benchmarks if a default ever changes.
+hysan_transformer_recommended = hysan_architecture(
+    "hysan_transformer_recommended", base_architecture, RECOMMENDED)
+hysan_transformer_big_recommended = hysan_architecture(
+    "hysan_transformer_big_recommended", transformer_vaswani_wmt_en_de_big, RECOMMENDED)
+hysan_transformer_iwslt_de_en_recommended = hysan_architecture(
+    "hysan_transformer_iwslt_de_en_recommended", transformer_iwslt_de_en, RECOMMENDED)
