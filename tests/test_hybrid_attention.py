@@ -200,3 +200,20 @@ def test_branch_lists_are_checked():
     ]:
         with pytest.raises(MGSAError, match=message):
             parse_branches(spec, decoder, "--x")
+
+
+def test_one_score_matrix_for_all_branches():
+    """Q K^T is computed once: the batched matrix products are that one and one P V per branch
+    (counted by torch's FlopCounterMode); Q, K, V, W_O are four projections whatever l is."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    names = "global,forward,backward,local1,local2"
+    module = module_for(names)
+    x, pad = padded_batch(sentences(), "left", pad_value=0.0)
+    with FlopCounterMode(display=False) as counter, torch.no_grad():
+        run(module, x, pad, False)
+    flops = {str(op): n for op, n in counter.get_flop_counts()["Global"].items()}
+    batch, d_k, branches = len(LENGTHS), DIM // HEADS, len(names.split(","))
+    one_product = 2 * batch * HEADS * T * T * d_k  # [T x d_k] @ [d_k x T] per head, or P @ V
+    assert flops["aten.bmm"] == (1 + branches) * one_product
+    assert flops["aten.addmm"] == 4 * 2 * T * batch * DIM * DIM  # q, k, v, out projections (add fusion)
