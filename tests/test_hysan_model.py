@@ -56,10 +56,12 @@ def test_architectures_sizes_and_preset():
                                   ("hysan_transformer_iwslt_de_en", 512, 1024, 4)):
         for name in (arch, arch + "_recommended"):
             args = parse(name)
-            assert (args.encoder_embed_dim, args.encoder_ffn_embed_dim, args.encoder_attention_heads) == (dim, ffn, heads)
+            assert (args.encoder_embed_dim, args.encoder_ffn_embed_dim, args.encoder_attention_heads) == \
+                (dim, ffn, heads)
             assert (args.hysan_encoder_branches, args.hysan_decoder_branches, args.hysan_fusion) == \
                 ("global,forward,backward,local2", "global,local2", "gate")
-            assert (args.hysan_gate_reduction, args.hysan_encoder_layers, args.hysan_decoder_layers) == (64, "all", "all")
+            assert (args.hysan_gate_reduction, args.hysan_encoder_layers, args.hysan_decoder_layers) == \
+                (64, "all", "all")
     # an explicit option wins over the preset
     assert parse("hysan_transformer_recommended", "--hysan-fusion", "add").hysan_fusion == "add"
 
@@ -228,7 +230,8 @@ def test_half_precision_forward_backward_finite_and_close_to_float32(extra):
 
 def test_hydra_config_builds_the_same_model():
     """fairseq-hydra-train hands build_model a DictConfig: the HySAN fields must survive."""
-    args = parse("hysan_transformer", "--hysan-encoder-branches", "global,local1", "--hysan-fusion", "concat", tiny=True)
+    args = parse("hysan_transformer", "--hysan-encoder-branches", "global,local1", "--hysan-fusion", "concat",
+                 tiny=True)
     d = make_dict(20)
     task = TranslationTask(args, d, d)
     a = HySANTransformerModel.build_model(args, task)

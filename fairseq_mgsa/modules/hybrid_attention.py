@@ -120,8 +120,9 @@ class HybridMultiheadAttention(MultiheadAttention):
         self.causal = causal
         self.exclude_self = exclude_self
         self.fusion = BranchFusion(fusion, len(branches), embed_dim, gate_reduction, gate_shared)
-        # With the fast path (F.multi_head_attention_forward), fairseq would ignore
-        # before_softmax whenever incremental_state is None; this only turns that path off.
+        # fairseq takes its fast path (F.multi_head_attention_forward), which ignores
+        # before_softmax, whenever incremental_state is None; this flag turns that path off
+        # (and an embed_dim assertion the projections' shapes make anyway).
         self._set_skip_embed_dim_check()
 
     def branch_masks(self, tgt_len: int, src_len: int, like: Tensor) -> List[Tuple[Optional[Tensor], Optional[Tensor]]]:
