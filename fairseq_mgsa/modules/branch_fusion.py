@@ -14,6 +14,8 @@ import torch
 import torch.nn as nn
 from torch import Tensor
 
+from ..errors import MGSAError
+
 FUSIONS = ("add", "concat", "gate")
 
 
@@ -22,7 +24,9 @@ class SqueezeGate(nn.Module):
 
     def __init__(self, dim: int, reduction: int):
         super().__init__()
-        hidden = max(1, dim // reduction)
+        if not 1 <= reduction <= dim:
+            raise MGSAError(f"HySAN squeeze gate: reduction ratio {reduction} outside 1..{dim} (the width)")
+        hidden = dim // reduction
         self.f1 = nn.Linear(dim, hidden)
         self.f2 = nn.Linear(hidden, dim)
 
