@@ -76,6 +76,9 @@ def get_parser():
     p.add_argument("--arch-size", choices=registry.SIZES, default="tiny")
     p.add_argument("--updates", type=int, default=50, help="timed updates per system")
     p.add_argument("--warmup", type=int, default=5, help="untimed updates before timing")
+    p.add_argument("--own-updates", type=int,
+                   help="timed updates of each system's own run (peak memory, wall time; default --updates): "
+                        "fewer leave the time to the interleaved run")
     p.add_argument("--max-tokens", type=int, default=4096)
     p.add_argument("--repeats", type=int, default=1, help="own runs per system, order rotating; medians")
     p.add_argument("--no-interleave", dest="interleave", action="store_false",
@@ -140,6 +143,9 @@ def resolve_systems(p, a):
 def main(argv=None):
     p = get_parser()
     a = p.parse_args(argv)
+    a.own_updates = a.own_updates or a.updates
+    if not 1 <= a.own_updates <= a.updates:
+        p.error(f"--own-updates must be in [1, --updates={a.updates}] (got {a.own_updates})")
     if a.readme_from:
         with open(a.readme_from, encoding="utf-8") as f:
             result = json.load(f)
@@ -209,19 +215,23 @@ def run(a, chosen, device, out):
             timing.train_one(all_args[n], task, batches[:1], primer, device, mem)
         logger.info("primed: one untimed update of every system")
         checkpoints = {n: os.path.join(workdir, "checkpoints", f"{n}.pt") for n in names}
+        own = batches[:a.warmup + a.own_updates]  # the own runs' batches: the first ones of the list
+        own_tokens = sum(bdata.count_tokens(b, pad) for b in own[a.warmup:])
+        own_sentences = bdata.sentences_in(own[a.warmup:])
         runs = {n: [] for n in names}
         for r in range(a.repeats):
             for n in names[r % len(names):] + names[: r % len(names)]:
                 save = None
                 if a.decode and r == a.repeats - 1:
                     def save(model, n=n):
-                        decoding.save_checkpoint(model, all_args[n], checkpoints[n], n_batches)
-                res = timing.train_one(all_args[n], task, batches, a, device, mem, save=save)
+                        decoding.save_checkpoint(model, all_args[n], checkpoints[n], len(own))
+                res = timing.train_one(all_args[n], task, own, a, device, mem, save=save)
                 runs[n].append(res)
                 logger.info("[repeat %d/%d] %-24s %7.3f upd/s  %9.0f tok/s  peak %7.0f MB  loss %.3f -> %.3f",
-                            r + 1, a.repeats, n, a.updates / res["seconds"], tokens / res["seconds"],
+                            r + 1, a.repeats, n, a.own_updates / res["seconds"], own_tokens / res["seconds"],
                             res["peak_mem_MB"], res["loss_first"] or 0, res["loss_last"] or 0)
-        results = {s.name: own_run_figures(s, all_args[s.name], runs[s.name], a, tokens, sentences) for s in chosen}
+        results = {s.name: own_run_figures(s, all_args[s.name], runs[s.name], a, own_tokens, own_sentences)
+                   for s in chosen}
 
         if a.interleave:
             logger.info("interleaved timing: every batch trains every system, rotating order")
@@ -247,7 +257,7 @@ def run(a, chosen, device, out):
             length = a.decode_len or int(-(-(mean_len - 1) // 1))  # without the end-of-sentence token
             decode_cfg = {"sentences": n_test, "length": length, "beam": 4, "rounds": a.decode_rounds,
                           "batch_size": a.decode_batch_size, "reference_mean_tokens": round(mean_len - 1, 2),
-                          "checkpoints": f"each system's own run ({n_batches} updates)",
+                          "checkpoints": f"each system's own run ({len(own)} updates)",
                           "command": "fairseq-generate DATA --gen-subset test --beam 4 --max-len-a 0 "
                                      f"--max-len-b {length} --min-len {length} --batch-size {a.decode_batch_size} "
                                      "--required-batch-size-multiple 1"}
@@ -269,8 +279,10 @@ def run(a, chosen, device, out):
                 profile[n] = profile_model(all_args[n], task, batches, a, device)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    return assemble(a, chosen, results, targets, profile, decode_cfg, phrases, task, device, out,
-                    tokens, sentences, len(timed), time.perf_counter() - t_start)
+    result = assemble(a, chosen, results, targets, profile, decode_cfg, phrases, task, device, out,
+                      tokens, sentences, len(timed), time.perf_counter() - t_start)
+    result["config"]["own_timed_tokens_src_tgt"] = own_tokens
+    return result
 
 
 if __name__ == "__main__":

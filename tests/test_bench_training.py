@@ -52,8 +52,11 @@ def test_every_system_has_its_figures(run):
         assert len(r["interleaved_update_s"]) == 2
         assert r["flops_per_update"] == r["flops_forward"] + r["flops_backward"]
         assert r["time_ratio_q1"] <= r["time_ratio"] <= r["time_ratio_q3"]
-        timed_tokens = run["result"]["config"]["timed_tokens_src_tgt"]
-        assert r["tokens_per_s"] == pytest.approx(r["updates_per_s"] * timed_tokens / 2)
+        config = run["result"]["config"]
+        assert r["tokens_per_s"] == pytest.approx(
+            r["updates_per_s"] * config["own_timed_tokens_src_tgt"] / config["own_updates"])
+        assert r["tokens_per_s_interleaved"] == pytest.approx(
+            config["timed_tokens_src_tgt"] / sum(r["interleaved_update_s"]))
     # n-gram MG-SA adds arithmetic (composition, phrase keys and values) and parameters
     assert systems["mgsa_ngram"]["flops_per_update"] > systems["transformer"]["flops_per_update"]
     assert systems["mgsa_ngram"]["param_overhead_M"] > 0

@@ -48,6 +48,11 @@ def render(rows, right_aligned):
     return "\n".join(lines)
 
 
+def tokens_per_s(r):
+    """Source + target tokens/s: of the interleaved run where there was one, else of the own runs."""
+    return r.get("tokens_per_s_interleaved") or r["tokens_per_s"]
+
+
 def table(results, arch_size):
     paper = PAPER.get(arch_size, {})
     head = ["system", "params M", "+M", "paper +M", "GFLOP/upd", "FLOP ratio", "time ratio (paired, IQR)",
@@ -61,7 +66,7 @@ def table(results, arch_size):
                      fmt(p.get("overhead_M"), "+.1f"), fmt(r["flops_per_update"] / 1e9, ".2f"),
                      fmt(r["flop_ratio"], ".3f"), fmt(r["time_ratio"], ".3f") + iqr,
                      fmt(r["overhead_ratio"], ".3f"), fmt(r["updates_per_s"], ".3f"),
-                     fmt(r["tokens_per_s"], ".0f"), fmt(p.get("speed_ratio"), ".3f"), fmt(r["mem_ratio"], ".3f"),
+                     fmt(tokens_per_s(r), ".0f"), fmt(p.get("speed_ratio"), ".3f"), fmt(r["mem_ratio"], ".3f"),
                      fmt(d.get("sentences_per_s"), ".1f"), fmt(d.get("speed_ratio_median"), ".3f")])
     return render(rows, right_aligned=True)
 
@@ -140,7 +145,7 @@ def readme_table(report):
         lines.append(
             f"| {r['label']} | {r['params_M']:.2f}M{over} | {r['flops_per_update'] / 1e9:.1f}G "
             f"({fmt(r['flop_ratio'], '.3f')}) | {fmt(r['time_ratio'], '.3f')}{iqr} | {fmt(r['overhead_ratio'], '.3f')} "
-            f"| {fmt(r['tokens_per_s'], '.0f')} | {fmt(r['mem_ratio'], '.3f')} "
+            f"| {fmt(tokens_per_s(r), '.0f')} | {fmt(r['mem_ratio'], '.3f')} "
             f"| {fmt(d.get('sentences_per_s'), '.1f')} ({fmt(d.get('speed_ratio_median'), '.3f')}) |")
     return "\n".join(lines)
 
