@@ -44,6 +44,7 @@ import argparse
 import dataclasses
 import json
 import logging
+import math
 import os
 import shlex
 import shutil
@@ -254,7 +255,7 @@ def run(a, chosen, device, out):
         decode_cfg = None
         if a.decode:
             mean_len, n_test = bdata.mean_target_tokens(task, "test")
-            length = a.decode_len or int(-(-(mean_len - 1) // 1))  # without the end-of-sentence token
+            length = a.decode_len or math.ceil(mean_len - 1)  # without the end-of-sentence token
             decode_cfg = {"sentences": n_test, "length": length, "beam": 4, "rounds": a.decode_rounds,
                           "batch_size": a.decode_batch_size, "reference_mean_tokens": round(mean_len - 1, 2),
                           "checkpoints": f"each system's own run ({len(own)} updates)",
