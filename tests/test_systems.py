@@ -30,8 +30,11 @@ def test_every_system_parses_with_fairseq_at_every_size(size, tmp_path):
         assert (args.task, args.arch, args.criterion) == (s.task, s.arch(size), s.criterion)
         if size == "tiny":
             assert args.encoder_embed_dim == 128 and args.encoder_layers == 3
-        for opt, value in zip(s.model_args[::2], s.model_args[1::2]):
-            assert str(getattr(args, opt[2:].replace("-", "_"))) == value
+        opts = list(s.model_args) + ["--end"]
+        for opt, value in zip(opts, opts[1:]):  # each option with its value (a flag: True) reaches fairseq
+            if opt.startswith("--"):
+                expected = True if value.startswith("--") else value
+                assert str(getattr(args, opt[2:].replace("-", "_"))) == str(expected), (s.name, opt)
 
 
 def test_the_paper_default_and_the_baseline():
