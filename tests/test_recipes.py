@@ -28,6 +28,7 @@ import time
 
 import pytest
 
+from fairseq_mgsa.systems import get
 from preprocess.synthetic import write_corpus
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -40,11 +41,11 @@ TINY_MODEL = ("--encoder-layers 2 --decoder-layers 1 --encoder-embed-dim 16 --de
 MAX_UPDATE, SAVE_EVERY, AVG_N = 6, 2, 2
 
 RECIPES = {
-    # WMT: cased, hyphens split, compound-split BLEU; the MG-SA model of the paper only.
-    "wmt14_en_de": dict(src="en", tgt="de", archs=["mgsa_transformer_syntactic"], env={}),
+    # WMT: cased, hyphens split, compound-split BLEU; the MG-SA model of the paper only, base size.
+    "wmt14_en_de": dict(src="en", tgt="de", systems=["mgsa_syntactic"], size="base", env={}),
     # IWSLT: lowercased after parsing, train and valid cleaned (MAX_LEN=15 drops some pairs,
     # so the kept gold trees must be selected); the baseline and MG-SA.
-    "iwslt14_de_en": dict(src="de", tgt="en", archs=["transformer_iwslt_de_en", "mgsa_transformer_iwslt_de_en"],
+    "iwslt14_de_en": dict(src="de", tgt="en", systems=["transformer", "mgsa_syntactic"], size="iwslt",
                           env={"MAX_LEN": "15", "DIRECTION": "de-en"}),
 }
 
@@ -100,7 +101,7 @@ def recipe(request, tmp_path_factory):
     tmp = tmp_path_factory.mktemp(name)
     raw = tmp / "raw"
     write_corpus(str(raw), SIZES, seed=5, src=cfg["src"], tgt=cfg["tgt"])  # {split}.{src,tgt}, {split}.{src}.tree
-    env = recipe_env(tmp / "work", raw, ARCHS=" ".join(cfg["archs"]), **cfg["env"])
+    env = recipe_env(tmp / "work", raw, SYSTEMS=" ".join(cfg["systems"]), **cfg["env"])
     script = os.path.join(EXAMPLES, name, "run_all.sh")
     t0 = time.time()
     first = bash(script, env).stdout
@@ -109,7 +110,7 @@ def recipe(request, tmp_path_factory):
     t2 = time.time()
     print(f"{name}: first run {t1 - t0:.1f}s, rerun {t2 - t1:.1f}s")
     return dict(name=name, work=tmp / "work", raw=raw, env=env, script=script, first=first, second=second,
-                src=cfg["src"], tgt=cfg["tgt"], archs=cfg["archs"])
+                src=cfg["src"], tgt=cfg["tgt"], systems=cfg["systems"], size=cfg["size"])
 
 
 def test_phrase_files_match_the_binarized_source(recipe):
@@ -152,8 +153,10 @@ def test_checkpoints_and_their_average(recipe):
     def load(path):
         return torch.load(path, map_location="cpu", weights_only=False)
 
-    for arch in recipe["archs"]:
-        ckpt = recipe["work"] / "checkpoints" / arch
+    for system in recipe["systems"]:
+        # the registry's options of the system at the recipe's size
+        assert f"training {system}: {system} = {' '.join(get(system).train_args(recipe['size']))};" in recipe["first"]
+        ckpt = recipe["work"] / "checkpoints" / system
         last = load(ckpt / "checkpoint_last.pt")
         assert last["optimizer_history"][-1]["num_updates"] == MAX_UPDATE
         # the newest AVG_N checkpoints, the final model included: fairseq does not write
@@ -174,8 +177,8 @@ def test_checkpoints_and_their_average(recipe):
 def test_one_hypothesis_per_test_line_and_bleu(recipe):
     n_ref = count_lines(recipe["work"] / "tok" / f"test.{recipe['tgt']}")
     assert n_ref == N_TEST
-    for arch in recipe["archs"]:
-        out = recipe["work"] / "results" / arch
+    for system in recipe["systems"]:
+        out = recipe["work"] / "results" / system
         generated = (out / "generate-test.txt").read_text(encoding="utf-8")
         assert sorted(int(i) for i in re.findall(r"^H-(\d+)\t", generated, flags=re.M)) == list(range(N_TEST))
         assert count_lines(out / "hyp.tok") == N_TEST
@@ -186,24 +189,24 @@ def test_one_hypothesis_per_test_line_and_bleu(recipe):
             assert "compounds split" in bleu
         for kind in ("tok", "detok"):
             assert 0 <= json.loads((out / f"bleu.{kind}.json").read_text())["score"] <= 100
-        assert arch in recipe["first"].split("== ")[-1]  # the summary at the end of run_all.sh
+        assert f"run: {system} (system {system})" in recipe["first"].split("== ")[-1]  # run_all.sh's summary
 
 
 def test_a_rerun_skips_every_step(recipe):
     log = recipe["second"]
     for step in ("02_tokenize", "03_parse", "04_bpe.50", "05_preprocess"):
         assert f"{step}: done already" in log, log[-3000:]
-    for arch in recipe["archs"]:
-        assert f"06_train.{arch}.{MAX_UPDATE}: done already" in log
-        assert f"{arch}/checkpoint_avg{AVG_N}.pt, itself newer than the last checkpoint" in log
-    assert log.count("08_score: done already") == len(recipe["archs"])
+    for system in recipe["systems"]:
+        assert f"06_train.{system}.{MAX_UPDATE}: done already" in log
+        assert f"{system}/checkpoint_avg{AVG_N}.pt, itself newer than the last checkpoint" in log
+    assert log.count("08_score: done already") == len(recipe["systems"])
     for busy in ("tokenizing ", "learning ", "training ", "translating ", "fairseq_cli"):
         assert busy not in log
 
 
 @pytest.mark.parametrize("recipe", ["wmt14_en_de"], indirect=True)  # one recipe: the steps are shared
 def test_training_resumes_when_max_update_is_raised(recipe, tmp_path):
-    arch = recipe["archs"][0]
+    system = recipe["systems"][0]
     more = MAX_UPDATE + SAVE_EVERY
     work = tmp_path / "work"  # a copy (file times kept), so that the other tests see the first runs' outputs
     shutil.copytree(recipe["work"], work)
@@ -212,9 +215,36 @@ def test_training_resumes_when_max_update_is_raised(recipe, tmp_path):
     assert f"num_updates {more}" in log or f"num_updates={more}" in log
     assert re.search(rf"averaging checkpoint_\d+_{MAX_UPDATE}\.pt, checkpoint_(\d+_{more}|last)\.pt", log), log[-3000:]
     assert "translating the test set" in log and "08_score: done already" not in log
-    out = work / "results" / arch
+    out = work / "results" / system
     assert count_lines(out / "hyp.tok") == N_TEST
     assert os.path.getmtime(out / "bleu.txt") >= os.path.getmtime(out / "hyp.tok")
+
+
+@pytest.mark.parametrize("recipe", ["wmt14_en_de"], indirect=True)
+def test_systems_without_trees_skip_parsing_and_phrase_files(recipe, tmp_path):
+    """SYSTEMS that read no trees (n-gram MG-SA): no parsing, binaries without phrase files,
+    the same dictionary as mgsa-preprocess's, training on the translation task, decoding; and
+    with binaries that have phrase files already, nothing is binarized again."""
+    work = tmp_path / "work"
+    shutil.copytree(recipe["work"] / "tok", work / "tok", ignore=shutil.ignore_patterns("*.tree"))
+    shutil.copytree(recipe["work"] / "bpe", work / "bpe", ignore=shutil.ignore_patterns("text"))
+    (work / ".done").mkdir()
+    shutil.copy(recipe["work"] / ".done" / "04_bpe.50", work / ".done")
+    env = dict(recipe["env"], WORKDIR=str(work), SYSTEMS="mgsa_ngram", FROM_STEP="3", MAX_UPDATE="2", TREES_DIR="")
+    log = bash(recipe["script"], env).stdout
+    assert "no system of 'mgsa_ngram' reads trees: nothing to parse" in log
+    assert f"training mgsa_ngram: mgsa_ngram = {' '.join(get('mgsa_ngram').train_args('base'))};" in log
+    assert "--task translation --arch mgsa_transformer" in log
+    data_bin = work / "data-bin"
+    assert (data_bin / "train.en-de.en.bin").exists() and not glob.glob(str(data_bin / "*.syn*"))
+    assert (data_bin / "dict.en.txt").read_text() == (recipe["work"] / "data-bin" / "dict.en.txt").read_text()
+    assert count_lines(work / "results" / "mgsa_ngram" / "hyp.tok") == N_TEST
+
+    copy = tmp_path / "with_trees"  # the first run's binaries, phrase files included
+    shutil.copytree(recipe["work"], copy)
+    log = bash(os.path.join(EXAMPLES, "wmt14_en_de", "05_preprocess.sh"),
+               dict(recipe["env"], WORKDIR=str(copy), SYSTEMS="transformer mgsa_ngram")).stdout
+    assert "05_preprocess: done already, with phrase files" in log
 
 
 FAKE_STANZA = '''"""Stands in for stanza in test_recipes.py: no model, a fixed parse of the given words."""

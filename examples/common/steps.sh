@@ -17,10 +17,31 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 SPLITS=(train valid test)
 
-# The task and criterion a model needs: MG-SA models read the phrase files through
-# mgsa_translation; fairseq's own architectures (the baseline) use plain translation on
-# the same binaries (that task ignores the phrase files).
-is_mgsa_arch() { [[ "$1" == mgsa_* ]]; }
+# The systems: fairseq_mgsa/systems.py (`python -m fairseq_mgsa.systems` lists them). It is
+# read as a script from USER_DIR, without importing fairseq (3 s a call otherwise).
+# systems_py ARGS...: run the registry's command line, stop with its message on an error.
+systems_py() {
+  check_user_dir
+  python "$USER_DIR/systems.py" "$@" || die "SYSTEM/SYSTEMS: see the message above (python -m fairseq_mgsa.systems lists the systems)"
+}
+
+# system_train_args SYSTEM SIZE ARRAY: the fairseq-train options of SYSTEM at SIZE into ARRAY.
+system_train_args() {
+  local out
+  out=$(systems_py args "$1" --size "$2" --lines) || exit 1
+  mapfile -t "$3" <<< "$out"
+}
+
+# system_field SYSTEM FIELD: one field of SYSTEM (task, label, ...).
+system_field() { systems_py get "$1" "$2"; }
+
+# systems_need_trees: yes when a system of SYSTEMS reads phrase files (trees), else no.
+systems_need_trees() {
+  local names=()
+  read -r -a names <<< "$SYSTEMS"
+  [ "${#names[@]}" -gt 0 ] || die "SYSTEMS is empty"
+  systems_py needs-trees "${names[@]}"
+}
 
 # split_words VAR ARRAY: split the string in VAR into the array ARRAY (for FAIRSEQ_EXTRA and friends).
 split_words() { read -r -a "$2" <<< "${!1:-}"; }
@@ -102,6 +123,16 @@ step_parse() {
     python "$COMMON_DIR/select_trees.py" "$WORKDIR/parse/trees/$split.$SRC.tree" "$tok/$split.$SRC.tree" \
       "${lc[@]}" --expect "$(lines "$tok/$split.$SRC")"
   done
+}
+
+# exit_unless_trees_needed: end 03_parse.sh (status 0) when no system of SYSTEMS reads trees.
+exit_unless_trees_needed() {
+  local trees
+  trees=$(systems_need_trees) || exit 1
+  if [ "$trees" = no ]; then
+    log "no system of '$SYSTEMS' reads trees: nothing to parse"
+    exit 0
+  fi
 }
 
 # check_parser: stop unless mgsa-preprocess and stanza's constituency model are there.
@@ -212,6 +243,45 @@ step_preprocess() {
     --trees-suffix tree --levels "$LEVELS" "${lenient_flag[@]}"
 }
 
+# 05 when no system of SYSTEMS reads trees: the same BPE (the project's, as mgsa-preprocess
+# applies it) into bpe/text, then fairseq-preprocess with a joined dictionary into DATA_BIN; no
+# phrase files. The binaries and dictionary are those step_preprocess makes.
+step_preprocess_text() {
+  need fairseq-preprocess "install fairseq-mgsa (bash scripts/install.sh)"
+  local tok=$WORKDIR/tok text=$WORKDIR/bpe/text split lang
+  need_files "$WORKDIR/bpe/codes.$BPE_MERGES"
+  for split in "${SPLITS[@]}"; do
+    for lang in "$SRC" "$TGT"; do
+      need_files "$tok/$split.$lang"
+      python -c 'import sys
+from preprocess.bpe import apply_bpe
+apply_bpe(sys.argv[1], sys.argv[2], sys.argv[3], workers=int(sys.argv[4]), progress=False)' \
+        "$WORKDIR/bpe/codes.$BPE_MERGES" "$tok/$split.$lang" "$text/$split.$lang" "$WORKERS" \
+        || die "applying $WORKDIR/bpe/codes.$BPE_MERGES to $tok/$split.$lang failed"
+    done
+  done
+  rm -f "$DATA_BIN"/dict.*.txt "$DATA_BIN"/*.bin "$DATA_BIN"/*.idx "$DATA_BIN"/preprocess.log
+  mkdir -p "$DATA_BIN"
+  fairseq-preprocess --source-lang "$SRC" --target-lang "$TGT" \
+    --trainpref "$text/train" --validpref "$text/valid" --testpref "$text/test" \
+    --destdir "$DATA_BIN" --joined-dictionary --workers "$WORKERS"
+}
+
+# preprocess_for_systems: step 05 as SYSTEMS need it: with phrase files when one reads trees;
+# else without, unless the binaries with phrase files are there already (they serve every system).
+preprocess_for_systems() {
+  local trees
+  trees=$(systems_need_trees) || exit 1
+  if [ "$trees" = yes ]; then
+    run_step 05_preprocess step_preprocess
+  elif is_done 05_preprocess; then
+    log "05_preprocess: done already, with phrase files (no system of '$SYSTEMS' reads them; the binaries serve them all)"
+  else
+    log "no system of '$SYSTEMS' reads trees: binarizing without phrase files"
+    run_step 05_preprocess.text step_preprocess_text
+  fi
+}
+
 # check_user_dir: USER_DIR (default: where Python finds the fairseq_mgsa package, what
 # `mgsa-user-dir` prints, without importing fairseq) must be the fairseq_mgsa package directory.
 check_user_dir() {
@@ -232,25 +302,21 @@ step_train() {
   need fairseq-train "install fairseq-mgsa (bash scripts/install.sh)"
   check_user_dir
   need_files "$DATA_BIN/dict.$SRC.txt"
-  local task=(--task translation) crit=(--criterion label_smoothed_cross_entropy)
-  local mgsa=() extra=() fp16_flag
-  if is_mgsa_arch "$ARCH"; then
-    task=(--task mgsa_translation)
-    crit=(--criterion label_smoothed_cross_entropy_with_phrase_tags --phrase-tag-weight "$PHRASE_TAG_WEIGHT")
-    split_words MGSA_ARGS mgsa
-  fi
+  local sys_opts=() sys_extra=() extra=() fp16_flag
+  system_train_args "$SYSTEM" "$ARCH_SIZE" sys_opts
+  split_words SYSTEM_ARGS sys_extra
   split_words FAIRSEQ_EXTRA extra
   # GPUS GPUs exactly (fairseq would take every visible one): the batch is GPUS x MAX_TOKENS x UPDATE_FREQ
   [ "${GPUS:-0}" -ge 1 ] && extra=(--distributed-world-size "$GPUS" "${extra[@]}")
   fp16_flag=$(fp16_flags)
   mkdir -p "$CKPT_DIR"
-  log "training $ARCH ($RUN_NAME): ${GPUS:-0} GPUs x max tokens $MAX_TOKENS x update freq $UPDATE_FREQ, lr $LR, dropout $DROPOUT, $MAX_UPDATE updates${fp16_flag:+, fp16} -> $CKPT_DIR"
+  log "training $RUN_NAME: $SYSTEM = ${sys_opts[*]}${sys_extra[*]:+ ${sys_extra[*]}}; ${GPUS:-0} GPUs x max tokens $MAX_TOKENS x update freq $UPDATE_FREQ, lr $LR, dropout $DROPOUT, $MAX_UPDATE updates${fp16_flag:+, fp16} -> $CKPT_DIR"
   # shellcheck disable=SC2086  # $fp16_flag is empty or one word
-  fairseq-train "$DATA_BIN" --user-dir "$USER_DIR" "${task[@]}" --source-lang "$SRC" --target-lang "$TGT" \
-    --arch "$ARCH" "${mgsa[@]}" --share-all-embeddings --dropout "$DROPOUT" \
+  fairseq-train "$DATA_BIN" --user-dir "$USER_DIR" "${sys_opts[@]}" "${sys_extra[@]}" \
+    --source-lang "$SRC" --target-lang "$TGT" --share-all-embeddings --dropout "$DROPOUT" \
     --optimizer adam --adam-betas '(0.9, 0.98)' --adam-eps 1e-9 --clip-norm 0.0 --weight-decay "$WEIGHT_DECAY" \
     --lr "$LR" --lr-scheduler inverse_sqrt --warmup-updates "$WARMUP" --warmup-init-lr 1e-07 \
-    "${crit[@]}" --label-smoothing "$LABEL_SMOOTHING" \
+    --label-smoothing "$LABEL_SMOOTHING" \
     --max-tokens "$MAX_TOKENS" --update-freq "$UPDATE_FREQ" --max-update "$MAX_UPDATE" \
     --save-dir "$CKPT_DIR" --save-interval-updates "$SAVE_INTERVAL_UPDATES" \
     --keep-interval-updates "$AVG_N" --no-epoch-checkpoints \
@@ -265,9 +331,9 @@ step_train() {
 step_average_and_generate() {
   need fairseq-generate "install fairseq-mgsa (bash scripts/install.sh)"
   check_user_dir
-  local out=$WORKDIR/results/$RUN_NAME avg=$CKPT_DIR/checkpoint_avg$AVG_N.pt task=(--task translation)
+  local out=$WORKDIR/results/$RUN_NAME avg=$CKPT_DIR/checkpoint_avg$AVG_N.pt task
   local extra=() fp16_flag
-  is_mgsa_arch "$ARCH" && task=(--task mgsa_translation)
+  task=$(system_field "$SYSTEM" task) || exit 1
   split_words GEN_EXTRA extra
   need_files "$CKPT_DIR/checkpoint_last.pt" "$WORKDIR/tok/test.$TGT"
   if [ "$avg" -nt "$CKPT_DIR/checkpoint_last.pt" ] && [ "$out/hyp.tok" -nt "$avg" ]; then
@@ -281,7 +347,7 @@ step_average_and_generate() {
   # --required-batch-size-multiple 1: fairseq drops a last batch smaller than the
   # multiple (8 by default), which would silently skip test sentences.
   # shellcheck disable=SC2086  # $fp16_flag is empty or one word
-  fairseq-generate "$DATA_BIN" --user-dir "$USER_DIR" "${task[@]}" --source-lang "$SRC" --target-lang "$TGT" \
+  fairseq-generate "$DATA_BIN" --user-dir "$USER_DIR" --task "$task" --source-lang "$SRC" --target-lang "$TGT" \
     --gen-subset test --path "$avg" --beam "$BEAM" --lenpen "$LENPEN" --max-tokens "$GEN_MAX_TOKENS" \
     --required-batch-size-multiple 1 --remove-bpe --no-progress-bar $fp16_flag "${extra[@]}" \
     > "$out/generate-test.txt.partial" || die "fairseq-generate failed: see $out/generate-test.txt.partial"
@@ -334,7 +400,7 @@ step_score() {
   sacrebleu "$out/ref.tok.bleu" -i "$out/hyp.tok.bleu" -m bleu --tokenize none -w 2 -f json > "$out/bleu.tok.json"
   sacrebleu "$RAW_DIR/test.$TGT" -i "$out/hyp.detok" -m bleu "${lc[@]}" -w 2 -f json > "$out/bleu.detok.json"
   {
-    echo "run: $RUN_NAME (arch $ARCH), test set: $(lines "$out/hyp.tok") sentences"
+    echo "run: $RUN_NAME (system $SYSTEM), test set: $(lines "$out/hyp.tok") sentences"
     bleu_line "$name" "$out/bleu.tok.json"
     bleu_line "$detok_name" "$out/bleu.detok.json"
   } > "$out/bleu.txt.partial"

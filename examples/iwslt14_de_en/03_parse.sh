@@ -7,6 +7,7 @@
 #     (mgsa-preprocess --num-shards N --shard-id I), and the shards are checked and merged.
 #     A rerun parses only the shards not done yet. SHARD_ID=I parses shard I only (one task
 #     of a SLURM array, see README.md); run without it afterwards to merge.
+#   Skipped when no system of SYSTEMS reads trees.
 set -euo pipefail
 
 DIRECTION=${DIRECTION:-de-en}          # de-en: German source; en-de: English source
@@ -20,9 +21,10 @@ PARSER_LANG=${PARSER_LANG:-$SRC}
 PARSER_BATCH_SIZE=${PARSER_BATCH_SIZE:-256}
 SHARD_ID=${SHARD_ID:-}      # set: parse only this shard and stop (one SLURM array task, see README.md)
 NUM_SHARDS=${NUM_SHARDS:-4}
+SYSTEMS=${SYSTEMS:-transformer mgsa_syntactic}   # nothing to parse unless one reads trees (fairseq_mgsa/systems.py)
 
 # shellcheck source=../common/steps.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../common/steps.sh"
 GPUS=${GPUS:-$(num_gpus)}                             # GPUs to parse on (0: CPU)
 PARSE_JOBS=${PARSE_JOBS:-$((GPUS > 0 ? GPUS : 1))}    # shards parsed at the same time
-if [ -n "$SHARD_ID" ]; then step_parse_shard_only; else run_step 03_parse step_parse; fi
+if [ -n "$SHARD_ID" ]; then step_parse_shard_only; else exit_unless_trees_needed; run_step 03_parse step_parse; fi

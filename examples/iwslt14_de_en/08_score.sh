@@ -13,8 +13,8 @@ WORKDIR=${WORKDIR:-$PWD/iwslt14_${SRC}_${TGT}}
 RAW_DIR=${RAW_DIR:-$WORKDIR/raw}
 LOWERCASE=${LOWERCASE:-1}
 COMPOUND_SPLIT=${COMPOUND_SPLIT:-0}   # 1: split hyphenated compounds (##AT##) first, as for WMT En-De
-ARCH=${ARCH:-mgsa_transformer_iwslt_de_en}
-RUN_NAME=${RUN_NAME:-$ARCH}
+SYSTEM=${SYSTEM:-mgsa_syntactic}
+RUN_NAME=${RUN_NAME:-$SYSTEM}
 
 # shellcheck source=../common/steps.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../common/steps.sh"

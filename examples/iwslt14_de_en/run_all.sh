@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# The whole IWSLT14 recipe, steps 1 to 8, for the baseline and MG-SA (ARCHS); every step skips
+# The whole IWSLT14 recipe, steps 1 to 8, for the baseline and MG-SA (SYSTEMS); every step skips
 # what is done, so rerunning resumes. Every variable of the steps can be set by environment:
 #   bash run_all.sh                                     # de-en: German source, parsed in German
 #   DIRECTION=en-de bash run_all.sh                     # English source, parsed in English
-#   ARCHS=mgsa_transformer_iwslt_de_en bash run_all.sh  # MG-SA only
+#   SYSTEMS=mgsa_syntactic bash run_all.sh              # MG-SA only (python -m fairseq_mgsa.systems lists them)
 #   SKIP_DOWNLOAD=1 RAW_DIR=/data/iwslt14 bash run_all.sh
 #   FROM_STEP=6 bash run_all.sh                         # start at step 6
 set -euo pipefail
@@ -12,9 +12,9 @@ DIRECTION=${DIRECTION:-de-en}
 SRC=${SRC:-${DIRECTION%-*}}
 TGT=${TGT:-${DIRECTION#*-}}
 WORKDIR=${WORKDIR:-$PWD/iwslt14_${SRC}_${TGT}}
-ARCHS=${ARCHS:-transformer_iwslt_de_en mgsa_transformer_iwslt_de_en}
+SYSTEMS=${SYSTEMS:-transformer mgsa_syntactic}   # systems to train, score and compare (fairseq_mgsa/systems.py)
 FROM_STEP=${FROM_STEP:-1}
-export DIRECTION SRC TGT WORKDIR
+export DIRECTION SRC TGT WORKDIR SYSTEMS
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # step SCRIPT: run it unless its number is below FROM_STEP.
@@ -25,12 +25,12 @@ step 02_tokenize.sh
 step 03_parse.sh
 step 04_bpe.sh
 step 05_preprocess.sh
-for arch in $ARCHS; do
-  ARCH=$arch RUN_NAME=$arch step 06_train.sh
-  ARCH=$arch RUN_NAME=$arch step 07_average_and_generate.sh
-  ARCH=$arch RUN_NAME=$arch step 08_score.sh
+for system in $SYSTEMS; do
+  SYSTEM=$system step 06_train.sh
+  SYSTEM=$system step 07_average_and_generate.sh
+  SYSTEM=$system step 08_score.sh
 done
 echo "== $WORKDIR/results"
-for arch in $ARCHS; do
-  if [ -f "$WORKDIR/results/$arch/bleu.txt" ]; then cat "$WORKDIR/results/$arch/bleu.txt"; fi
+for system in $SYSTEMS; do
+  if [ -f "$WORKDIR/results/$system/bleu.txt" ]; then cat "$WORKDIR/results/$system/bleu.txt"; fi
 done

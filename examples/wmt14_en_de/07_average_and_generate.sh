@@ -9,13 +9,13 @@ WORKDIR=${WORKDIR:-$PWD/wmt14_en_de}
 DATA_BIN=${DATA_BIN:-$WORKDIR/data-bin}
 SRC=${SRC:-en}
 TGT=${TGT:-de}
+SYSTEM=${SYSTEM:-mgsa_syntactic}
 MODEL_SIZE=${MODEL_SIZE:-base}
 if [ "$MODEL_SIZE" = big ]; then
-  ARCH=${ARCH:-mgsa_transformer_big_syntactic}; AVG_N=${AVG_N:-20}
+  AVG_N=${AVG_N:-20}; RUN_NAME=${RUN_NAME:-${SYSTEM}_big}
 else
-  ARCH=${ARCH:-mgsa_transformer_syntactic}; AVG_N=${AVG_N:-5}
+  AVG_N=${AVG_N:-5}; RUN_NAME=${RUN_NAME:-$SYSTEM}
 fi
-RUN_NAME=${RUN_NAME:-$ARCH}
 CKPT_DIR=${CKPT_DIR:-$WORKDIR/checkpoints/$RUN_NAME}
 BEAM=${BEAM:-4}
 LENPEN=${LENPEN:-0.6}

@@ -13,8 +13,8 @@ TGT=${TGT:-de}
 LOWERCASE=${LOWERCASE:-0}
 COMPOUND_SPLIT=${COMPOUND_SPLIT:-1}
 MODEL_SIZE=${MODEL_SIZE:-base}
-if [ "$MODEL_SIZE" = big ]; then ARCH=${ARCH:-mgsa_transformer_big_syntactic}; else ARCH=${ARCH:-mgsa_transformer_syntactic}; fi
-RUN_NAME=${RUN_NAME:-$ARCH}
+SYSTEM=${SYSTEM:-mgsa_syntactic}
+if [ "$MODEL_SIZE" = big ]; then RUN_NAME=${RUN_NAME:-${SYSTEM}_big}; else RUN_NAME=${RUN_NAME:-$SYSTEM}; fi
 
 # shellcheck source=../common/steps.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../common/steps.sh"

@@ -3,16 +3,16 @@
 # resumes. Every variable of the steps can be set by environment, e.g.
 #   GPUS=4 bash run_all.sh                               # update-freq 2: the paper's batch
 #   MODEL_SIZE=big bash run_all.sh                       # Transformer-Big + MG-SA
-#   ARCHS="transformer mgsa_transformer_syntactic" bash run_all.sh   # baseline and MG-SA
+#   SYSTEMS="transformer mgsa_syntactic" bash run_all.sh # baseline and MG-SA (python -m fairseq_mgsa.systems lists them)
 #   SKIP_DOWNLOAD=1 RAW_DIR=/data/wmt14 bash run_all.sh  # raw text already there
 #   FROM_STEP=6 bash run_all.sh                          # start at step 6
 set -euo pipefail
 
 WORKDIR=${WORKDIR:-$PWD/wmt14_en_de}
 MODEL_SIZE=${MODEL_SIZE:-base}
-ARCHS=${ARCHS:-}          # models to train, score and compare; empty: MODEL_SIZE's MG-SA model
+SYSTEMS=${SYSTEMS:-mgsa_syntactic}   # systems to train, score and compare (fairseq_mgsa/systems.py)
 FROM_STEP=${FROM_STEP:-1}
-export WORKDIR MODEL_SIZE
+export WORKDIR MODEL_SIZE SYSTEMS
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # step SCRIPT: run it unless its number is below FROM_STEP.
@@ -23,15 +23,14 @@ step 02_tokenize.sh
 step 03_parse.sh
 step 04_bpe.sh
 step 05_preprocess.sh
-if [ -z "$ARCHS" ]; then
-  ARCHS=$(if [ "$MODEL_SIZE" = big ]; then echo mgsa_transformer_big_syntactic; else echo mgsa_transformer_syntactic; fi)
-fi
-for arch in $ARCHS; do
-  ARCH=$arch RUN_NAME=$arch step 06_train.sh
-  ARCH=$arch RUN_NAME=$arch step 07_average_and_generate.sh
-  ARCH=$arch RUN_NAME=$arch step 08_score.sh
+for system in $SYSTEMS; do
+  SYSTEM=$system step 06_train.sh
+  SYSTEM=$system step 07_average_and_generate.sh
+  SYSTEM=$system step 08_score.sh
 done
 echo "== $WORKDIR/results"
-for arch in $ARCHS; do
-  if [ -f "$WORKDIR/results/$arch/bleu.txt" ]; then cat "$WORKDIR/results/$arch/bleu.txt"; fi
+for system in $SYSTEMS; do
+  run=$system
+  [ "$MODEL_SIZE" = big ] && run=${system}_big
+  if [ -f "$WORKDIR/results/$run/bleu.txt" ]; then cat "$WORKDIR/results/$run/bleu.txt"; fi
 done

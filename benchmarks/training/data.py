@@ -1,0 +1,104 @@
+"""The data every system trains and decodes on: a corpus from the project's grammar, binarized
+once, and one list of batches shared by all systems."""
+
+import inspect
+import io
+import itertools
+import logging
+import os
+from contextlib import redirect_stdout
+
+logger = logging.getLogger("bench_training")
+
+
+def make_data(workdir, train_sentences, test_sentences, seed, sentences_per_line=1):
+    """Synthetic corpus with gold trees -> `mgsa-preprocess` binaries (joined dictionary, phrase
+    files syn1..syn3, tag dictionary). Returns (data-bin dir, summary of the phrase levels)."""
+    from preprocess import cli
+    from preprocess.synthetic import write_corpus
+
+    raw, data = os.path.join(workdir, "raw"), os.path.join(workdir, "data-bin")
+    write_corpus(raw, (("train", train_sentences), ("valid", 100), ("test", test_sentences)), seed=seed,
+                 sentences_per_line=sentences_per_line)
+    args = cli.get_parser().parse_args([
+        "--source-lang", "src", "--target-lang", "tgt", "--trainpref", f"{raw}/train",
+        "--validpref", f"{raw}/valid", "--testpref", f"{raw}/test", "--destdir", data,
+        "--joined-dictionary", "--workers", "1", "--trees-suffix", "tree", "--levels", "3",
+        "--subword-style", "none", "--no-progress-bar"])
+    quiet = [logging.getLogger(n) for n in ("fairseq_cli.preprocess", "preprocess")]
+    levels = [q.level for q in quiet]
+    for q in quiet:
+        q.setLevel(logging.WARNING)
+    try:
+        with redirect_stdout(io.StringIO()):  # the report is printed; its figures go into the JSON
+            report = cli.run(args)
+    finally:
+        for q, level in zip(quiet, levels):
+            q.setLevel(level)
+    train = report["splits"]["train"]
+    return data, {"tags": report["tags"], "train_sentences": train["sentences"],
+                  "mean_phrase_tokens": [lv["mean_phrase_subwords"] for lv in train["levels"]]}
+
+
+def common_args(a, data, user_dir):
+    """What every system shares: data, training hyper-parameters, batch and seed."""
+    return [data, "--user-dir", user_dir, "--share-all-embeddings", "--label-smoothing", "0.1",
+            "--optimizer", "adam", "--adam-betas", "(0.9, 0.98)", "--lr", str(a.lr),
+            "--max-tokens", str(a.max_tokens), "--seed", str(a.seed)]
+
+
+def parse(argv):
+    from fairseq import options
+    parser = options.get_training_parser()
+    return options.parse_args_and_arch(parser, input_args=argv)
+
+
+def build_batches(args, n, device):
+    """The task of `args` with its test split loaded, and the first n batches of one shuffled
+    training epoch (cycled if the epoch is shorter), on the device."""
+    from fairseq import tasks, utils
+    task = tasks.setup_task(args)
+    task.load_dataset(args.train_subset, combine=False, epoch=1)
+    dataset = task.dataset(args.train_subset)
+    itr = task.get_batch_iterator(
+        dataset=dataset, max_tokens=args.max_tokens, max_sentences=None,
+        max_positions=utils.resolve_max_positions(task.max_positions(), (1024, 1024)),  # model defaults
+        ignore_invalid_inputs=True, required_batch_size_multiple=8, seed=args.seed, num_workers=0,
+        epoch=1).next_epoch_itr(shuffle=True)
+    epoch = list(itertools.islice(itr, n))
+    if len(epoch) < n:
+        logger.warning("the training set gives %d batches, %d needed: cycling them", len(epoch), n)
+    batches = [utils.move_to_cuda(b, device) if device.type == "cuda" else b
+               for b in itertools.islice(itertools.cycle(epoch), n)]
+    return task, batches
+
+
+def mean_target_tokens(task, split="test"):
+    """Mean target length of a split in tokens, end-of-sentence included."""
+    task.load_dataset(split, combine=False, epoch=1)
+    dataset = task.dataset(split)
+    sizes = [dataset.size(i)[1] for i in range(len(dataset))]  # (source, target) tokens
+    return sum(sizes) / len(sizes), len(sizes)
+
+
+def model_batches(model, batches):
+    """The batches as `model` takes them: net_input keys its forward has no parameter for
+    (fairseq's TransformerModel.forward has no **kwargs, so no phrase fields) are left out, in
+    views sharing the tensors. Returns (batches, names of the keys left out)."""
+    params = inspect.signature(model.forward).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return batches, []
+    dropped = sorted({k for b in batches for k in b["net_input"] if k not in params})
+    if not dropped:
+        return batches, []
+    return [{**b, "net_input": {k: v for k, v in b["net_input"].items() if k in params}} for b in batches], dropped
+
+
+def count_tokens(batch, pad):
+    """Source + target non-pad tokens."""
+    return int(batch["net_input"]["src_tokens"].ne(pad).sum()) + int(batch["target"].ne(pad).sum())
+
+
+def sentences_in(batches):
+    return sum(int(b["nsentences"]) for b in batches)
+

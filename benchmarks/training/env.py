@@ -1,0 +1,95 @@
+"""The machine and the process: versions, device, synchronisation, peak memory on CPU."""
+
+import ctypes
+import gc
+import os
+import platform
+import resource
+import subprocess
+
+import torch
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def git_info():
+    def git(*a):
+        try:
+            return subprocess.run(["git", "-C", ROOT, *a], capture_output=True, text=True,
+                                  timeout=20).stdout.strip()
+        except Exception:
+            return ""
+    return {"commit": git("rev-parse", "HEAD") or None,
+            "dirty": bool(git("status", "--porcelain", "--untracked-files=no"))}
+
+
+def cpu_name():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def device_info(device):
+    if device.type == "cuda":
+        p = torch.cuda.get_device_properties(device)
+        return {"type": "cuda", "name": torch.cuda.get_device_name(device),
+                "memory_GiB": round(p.total_memory / 2 ** 30, 1), "cuda": torch.version.cuda}
+    return {"type": "cpu", "name": cpu_name(), "threads": torch.get_num_threads(), "cores": os.cpu_count()}
+
+
+def sync(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+class CpuPeakMemory:
+    """Peak RSS growth of this process during a block, in MB. The growth of the process's peak
+    resident set (VmHWM) over its resident set at start(): the peak is reset through
+    /proc/self/clear_refs and freed heap is returned with malloc_trim first, so each model
+    gets its own figure. Where /proc/self/clear_refs is not writable: the growth of
+    getrusage's ru_maxrss, which only sees models that raise the process's peak (`method`
+    says which)."""
+
+    def __init__(self):
+        self.method = "VmHWM growth (peak reset via /proc/self/clear_refs, after malloc_trim)"
+        try:
+            self._libc = ctypes.CDLL("libc.so.6")
+        except OSError:
+            self._libc = None
+        try:
+            with open("/proc/self/clear_refs", "w") as f:
+                f.write("5")
+            self._status("VmHWM")
+        except (OSError, KeyError):
+            self.method = "ru_maxrss growth (getrusage; only models that raise the process peak show)"
+
+    @staticmethod
+    def _status(key):
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1]) * 1024
+        raise KeyError(key)
+
+    def start(self):
+        gc.collect()
+        if self._libc is not None:
+            self._libc.malloc_trim(0)
+        if self.method.startswith("VmHWM"):
+            with open("/proc/self/clear_refs", "w") as f:
+                f.write("5")
+            self.base = self._status("VmRSS")
+        else:
+            self.base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+    def peak_mb(self):
+        if self.method.startswith("VmHWM"):
+            peak = self._status("VmHWM")
+        else:
+            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        return max(0, peak - self.base) / 2 ** 20

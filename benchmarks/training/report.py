@@ -1,0 +1,162 @@
+"""The figures beside the paper's, the targets, the printed tables, and the README's table
+(regenerated from a result JSON between its markers)."""
+
+import re
+
+# Hao et al. 2019, Table 1 (WMT14 En-De; params in M, training speed in steps/s), by system.
+# Their vocabulary differs from ours: compare overheads and speed ratios, not totals.
+FULL_ROW = "+ ON-LSTM interaction (full MG-SA: syntactic + L_tag + ON-LSTM)"
+PAPER = {
+    "base": {
+        "transformer": {"params_M": 88.0, "overhead_M": 0.0, "steps_per_s": 1.28, "row": "Transformer-Base"},
+        "mgsa_ngram": {"params_M": 88.4, "overhead_M": 0.4, "steps_per_s": 1.28, "row": "+ n-gram, SANs, layer 1"},
+        "mgsa_syntactic": {"params_M": 89.9, "overhead_M": 1.9, "steps_per_s": 1.19, "row": FULL_ROW},
+        "mgsa_ngram_onlstm": {"params_M": 89.9, "overhead_M": 1.9, "steps_per_s": 1.19,
+                              "row": FULL_ROW + "; the paper has no n-gram + ON-LSTM row, this one has "
+                                                "the same modules but the tag classifier"},
+    },
+    "big": {
+        "transformer": {"params_M": 264.1, "overhead_M": 0.0, "row": "Transformer-Big"},
+        "mgsa_syntactic": {"params_M": 271.5, "overhead_M": 7.4, "row": "Big + MG-SA (full)"},
+        "mgsa_ngram_onlstm": {"params_M": 271.5, "overhead_M": 7.4,
+                              "row": "Big + MG-SA (full: syntactic + L_tag + ON-LSTM)"},
+    },
+}
+for _row in PAPER["base"].values():
+    _row["speed_ratio"] = round(_row["steps_per_s"] / PAPER["base"]["transformer"]["steps_per_s"], 3)
+
+# Targets (issues 4 and 13). Speed: minimum speed ratio against the baseline, per system;
+# memory: the most peak memory of any system against the baseline's; overhead: the most
+# relative deviation of the parameter overhead from the paper's, where it has one for the size.
+TARGETS = {
+    "speed_ratio_min": {"mgsa_ngram": 0.98, "mgsa_ngram_onlstm": 0.95, "mgsa_syntactic": 0.95},
+    "mem_ratio_max": 1.10,
+    "overhead_rel_tol": 0.10,
+}
+
+
+def fmt(v, spec):
+    return "-" if v is None else format(v, spec)
+
+
+def render(rows, right_aligned):
+    """Rows of strings as aligned columns (the first left-aligned), a rule under the header."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c.rjust(w) if i and right_aligned else c.ljust(w)
+                       for i, (c, w) in enumerate(zip(row, widths))).rstrip() for row in rows]
+    lines.insert(1, "-" * max(map(len, lines)))
+    return "\n".join(lines)
+
+
+def tokens_per_s(r):
+    """Source + target tokens/s: of the interleaved run where there was one, else of the own runs."""
+    return r.get("tokens_per_s_interleaved") or r["tokens_per_s"]
+
+
+def table(results, arch_size):
+    paper = PAPER.get(arch_size, {})
+    head = ["system", "params M", "+M", "paper +M", "GFLOP/upd", "FLOP ratio", "time ratio (paired, IQR)",
+            "overhead", "upd/s", "tok/s", "paper speed", "mem ratio", "decode sent/s", "decode ratio"]
+    rows = [head]
+    for name, r in results.items():
+        p, d = paper.get(name, {}), r.get("decode") or {}
+        iqr = (f" [{r['time_ratio_q1']:.3f}, {r['time_ratio_q3']:.3f}]"
+               if r.get("time_ratio_q1") is not None else "")
+        rows.append([name, fmt(r["params_M"], ".2f"), fmt(r["param_overhead_M"], "+.3f"),
+                     fmt(p.get("overhead_M"), "+.1f"), fmt(r["flops_per_update"] / 1e9, ".2f"),
+                     fmt(r["flop_ratio"], ".3f"), fmt(r["time_ratio"], ".3f") + iqr,
+                     fmt(r["overhead_ratio"], ".3f"), fmt(r["updates_per_s"], ".3f"),
+                     fmt(tokens_per_s(r), ".0f"), fmt(p.get("speed_ratio"), ".3f"), fmt(r["mem_ratio"], ".3f"),
+                     fmt(d.get("sentences_per_s"), ".1f"), fmt(d.get("speed_ratio_median"), ".3f")])
+    return render(rows, right_aligned=True)
+
+
+def check_targets(results, arch_size, baseline):
+    """{system: {target: {"target", "value", "pass"}}} for the TARGETS; "pass" is None where a
+    figure is missing (no baseline, no paper figure for this size)."""
+    out = {}
+    for name, r in results.items():
+        if name == baseline:
+            continue
+        checks = {}
+        speed_min = TARGETS["speed_ratio_min"].get(name)
+        if speed_min is not None:
+            # the paired (interleaved) median where it was measured, else the wall-time one
+            paired = r.get("speed_ratio_interleaved_median")
+            value = paired if paired is not None else r["speed_ratio"]
+            checks["speed"] = {"target": f"speed ratio >= {speed_min}", "value": value,
+                               "measure": "interleaved, paired median" if paired is not None else "wall time",
+                               "wall_time_value": r["speed_ratio"],
+                               "pass": None if value is None else value >= speed_min}
+        mem_max = TARGETS["mem_ratio_max"]
+        checks["memory"] = {"target": f"peak memory ratio <= {mem_max}", "value": r["mem_ratio"],
+                            "pass": None if r["mem_ratio"] is None else r["mem_ratio"] <= mem_max}
+        paper = (r.get("paper") or {}).get("overhead_M")
+        if paper is not None:
+            tol = TARGETS["overhead_rel_tol"]
+            dev = None if r["param_overhead_M"] is None else r["param_overhead_M"] / paper - 1
+            checks["param_overhead"] = {"target": f"overhead within {tol:.0%} of the paper's +{paper}M",
+                                        "value": r["param_overhead_M"], "relative_deviation": dev,
+                                        "pass": None if dev is None else abs(dev) <= tol}
+        out[name] = checks
+    return out
+
+
+def targets_table(targets):
+    rows = [["system", "target", "value", "result"]]
+    for name, checks in targets.items():
+        for c in checks.values():
+            value = fmt(c["value"], ".3f")
+            if c.get("measure", "").startswith("interleaved"):
+                value += f" paired median (wall time {fmt(c['wall_time_value'], '.3f')})"
+            if c.get("relative_deviation") is not None:
+                value += f" ({c['relative_deviation']:+.1%})"
+            rows.append([name, c["target"], value, {True: "pass", False: "FAIL", None: "n/a"}[c["pass"]]])
+    return render(rows, right_aligned=False)
+
+
+# ---------------------------------------------------------------- README
+
+README_START = "<!-- bench-training:start (written by benchmarks/bench_training.py --readme) -->"
+README_END = "<!-- bench-training:end -->"
+
+
+def readme_table(report):
+    """The README's benchmark table (markdown) from a result JSON."""
+    c, dev = report["config"], report["device"]
+    interleaved = any(r.get("time_ratio_q1") is not None for r in report["systems"].values())
+    lines = [
+        f"{c['arch_size'].capitalize()} size, {dev['name']} ({dev['type']}, {dev.get('threads', '?')} thread(s)), "
+        f"{report['date'][:10]}, commit {(report.get('git_commit') or '?')[:7]}: {c['updates']} timed updates "
+        f"(+{c['warmup']} warm-up) of max_tokens {c['max_tokens']} on identical batches"
+        + (", all systems interleaved on every batch" if interleaved else "") + "; "
+        f"decoding: fairseq-generate --beam 4 on {c['decode']['sentences']} test sentences, every hypothesis "
+        f"{c['decode']['length']} tokens (--min-len = --max-len-b), {c['decode']['rounds']} interleaved round(s). "
+        f"`{report['command']}`, `{report['out']}`.",
+        "",
+        "| system | params | FLOPs/update (ratio) | time ratio, paired median [IQR] | overhead ratio | "
+        "tokens/s | peak memory ratio | decoding sentences/s (ratio) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for name, r in report["systems"].items():
+        d = r.get("decode") or {}
+        iqr = f" [{r['time_ratio_q1']:.3f}, {r['time_ratio_q3']:.3f}]" if r.get("time_ratio_q1") is not None else ""
+        over = "" if r["param_overhead_M"] in (None, 0) else f" ({r['param_overhead_M']:+.2f}M)"
+        lines.append(
+            f"| {r['label']} | {r['params_M']:.2f}M{over} | {r['flops_per_update'] / 1e9:.1f}G "
+            f"({fmt(r['flop_ratio'], '.3f')}) | {fmt(r['time_ratio'], '.3f')}{iqr} | {fmt(r['overhead_ratio'], '.3f')} "
+            f"| {fmt(tokens_per_s(r), '.0f')} | {fmt(r['mem_ratio'], '.3f')} "
+            f"| {fmt(d.get('sentences_per_s'), '.1f')} ({fmt(d.get('speed_ratio_median'), '.3f')}) |")
+    return "\n".join(lines)
+
+
+def rewrite_readme(path, report):
+    """Replaces what is between README_START and README_END in `path` by readme_table(report)."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    pattern = re.compile(re.escape(README_START) + r".*?" + re.escape(README_END), flags=re.S)
+    if not pattern.search(text):
+        raise ValueError(f"{path}: no benchmark table markers ({README_START} ... {README_END})")
+    text = pattern.sub(lambda _: f"{README_START}\n{readme_table(report)}\n{README_END}", text)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)

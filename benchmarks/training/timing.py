@@ -1,0 +1,173 @@
+"""One training update, the same code for every system, and the two ways of timing it:
+each system in its own run (wall time, peak memory), and all systems interleaved on every
+batch (paired times).
+
+The update is a plain loop (the system's fairseq criterion forward, backward of
+loss / sample_size as fairseq normalises, torch.optim.Adam step, zero_grad) rather than
+fairseq's Trainer: it times the model and nothing else. Batches are on the device before any
+timing; CUDA is synchronised before every clock reading; --fp16 trains under torch.autocast
+(bf16, or fp16 with a GradScaler).
+"""
+
+import gc
+import statistics
+import time
+from contextlib import nullcontext
+
+import torch
+
+from .data import model_batches
+from .env import sync
+
+
+def build(args, task, device):
+    """The system's model and criterion, the fairseq way, from the same seed."""
+    torch.manual_seed(args.seed)
+    model = task.build_model(args).to(device)
+    criterion = task.build_criterion(args).to(device)
+    return model, criterion
+
+
+def mgsa_param_count(model):
+    return sum(p.numel() for n, p in model.named_parameters()
+               if ".phrase_memories." in n or "phrase_tag_classifier" in n)
+
+
+def amp(a):
+    """The autocast context of --fp16 / --amp-dtype (a nullcontext without --fp16)."""
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[a.amp_dtype]
+    return (lambda: torch.autocast("cuda", dtype=dtype)) if a.fp16 else nullcontext
+
+
+def make_trainer(args, task, batches, a, device):
+    """(model, step(sample) -> loss, the batches as the model takes them, net_input keys
+    left out): one training update, the same code for every system."""
+    model, criterion = build(args, task, device)
+    model.train()
+    batches, dropped = model_batches(model, batches)
+    opt = torch.optim.Adam(model.parameters(), lr=a.lr, betas=(0.9, 0.98), eps=1e-8)
+    autocast = amp(a)
+    scaler = torch.amp.GradScaler("cuda") if a.fp16 and a.amp_dtype == "fp16" else None
+
+    def step(sample):
+        with autocast():
+            loss, sample_size, _ = criterion(model, sample)
+        loss = loss / sample_size
+        if scaler is not None:
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+        else:
+            loss.backward()
+            opt.step()
+        opt.zero_grad(set_to_none=True)
+        return loss.detach()
+
+    return model, step, batches, dropped
+
+
+def train_one(args, task, batches, a, device, mem, save=None):
+    """One system alone: --warmup untimed updates, then the rest timed. Peak memory: on CUDA
+    torch.cuda.max_memory_allocated, on CPU `mem` (env.CpuPeakMemory). `save(model)` is called
+    at the end (the decoding benchmark's checkpoint)."""
+    if device.type == "cuda":
+        gc.collect()
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats(device)
+    else:
+        mem.start()
+    model, step, batches, dropped = make_trainer(args, task, batches, a, device)
+    losses = []
+    for sample in batches[: a.warmup]:
+        step(sample)
+    # per-update times too (CUDA events on GPU, no extra synchronisation): their median
+    # is robust to a machine that is busy with something else for part of the run
+    cuda = device.type == "cuda"
+    marks = []
+    sync(device)
+    t0 = time.perf_counter()
+    for sample in batches[a.warmup:]:
+        if cuda:
+            marks.append(torch.cuda.Event(enable_timing=True))
+            marks[-1].record()
+        else:
+            marks.append(time.perf_counter())
+        losses.append(step(sample))
+    if cuda:
+        marks.append(torch.cuda.Event(enable_timing=True))
+        marks[-1].record()
+    sync(device)
+    seconds = time.perf_counter() - t0
+    if not cuda:
+        marks.append(time.perf_counter())
+        step_s = [b - e for e, b in zip(marks, marks[1:])]
+    else:
+        step_s = [e.elapsed_time(b) / 1000 for e, b in zip(marks, marks[1:])]
+    peak = torch.cuda.max_memory_allocated(device) / 2 ** 20 if cuda else mem.peak_mb()
+    if save is not None:
+        save(model)
+    result = {"seconds": seconds, "median_step_s": statistics.median(step_s) if step_s else None,
+              "peak_mem_MB": peak, "params": sum(p.numel() for p in model.parameters()),
+              "mgsa_params": mgsa_param_count(model), "net_input_left_out": dropped,
+              "loss_first": float(losses[0]) if losses else None,
+              "loss_last": float(losses[-1]) if losses else None}
+    del model, step, losses
+    gc.collect()
+    return result
+
+
+def train_interleaved(names, all_args, task, batches, a, device):
+    """Paired timing: all systems live at once and every timed batch trains each of them once,
+    back to back, in an order that rotates from batch to batch. A machine whose speed drifts
+    (a shared or throttled CPU, another job on the GPU) then slows them alike, and each batch
+    gives a paired ratio. Returns {name: [seconds of each timed update]}."""
+    trainers = {n: make_trainer(all_args[n], task, batches, a, device) for n in names}
+    for i in range(a.warmup):
+        for n in names:
+            trainers[n][1](trainers[n][2][i])
+    times = {n: [] for n in names}
+    for j, i in enumerate(range(a.warmup, len(batches))):
+        for n in names[j % len(names):] + names[: j % len(names)]:
+            _, step, model_batches_, _ = trainers[n]
+            sync(device)
+            t0 = time.perf_counter()
+            step(model_batches_[i])
+            sync(device)
+            times[n].append(time.perf_counter() - t0)
+    del trainers
+    gc.collect()
+    return times
+
+
+def paired(times, baseline):
+    """Per-batch ratios against the baseline's time on the same batch: the median and the
+    quartiles (the spread) of model time / baseline time, and the speed ratio from total times."""
+    ratios = [m / b for m, b in zip(times, baseline)]
+    q = statistics.quantiles(ratios, n=4, method="inclusive") if len(ratios) > 1 else [ratios[0]] * 3
+    return {"time_ratio_median": statistics.median(ratios), "time_ratio_q1": q[0], "time_ratio_q3": q[2],
+            "time_ratio_min": min(ratios), "time_ratio_max": max(ratios),
+            "speed_ratio_interleaved": sum(baseline) / sum(times),
+            "speed_ratio_interleaved_median": statistics.median(b / m for m, b in zip(times, baseline))}
+
+
+def flops_per_update(args, task, sample, a, device):
+    """FLOPs of one update (criterion forward + backward, the optimizer step left out) on
+    `sample`, counted by torch.utils.flop_counter.FlopCounterMode, and of the forward alone.
+    FlopCounterMode counts the matrix products, convolutions and attention kernels (what
+    dominates a Transformer); element-wise work (activations, gates of an LSTM cell beyond its
+    matrix products, normalisation, softmax) is not counted."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    model, criterion = build(args, task, device)
+    model.train()
+    [sample], _ = model_batches(model, [sample])
+    autocast = amp(a)
+    with FlopCounterMode(display=False) as forward:
+        with autocast():
+            loss, sample_size, _ = criterion(model, sample)
+    with FlopCounterMode(display=False) as backward:
+        (loss / sample_size).backward()
+    del model, criterion
+    gc.collect()
+    fwd, bwd = forward.get_total_flops(), backward.get_total_flops()
+    return {"flops_per_update": fwd + bwd, "flops_forward": fwd, "flops_backward": bwd}

@@ -1,0 +1,172 @@
+"""The systems the plugin compares, one entry each: read by the demo, the training benchmark
+(benchmarks/bench_training.py) and the recipes (`SYSTEM=...` in examples/).
+
+A system is what a user picks: an architecture family at a size, the task that feeds it,
+the criterion and its options, and the model options that make it that system. Sizes:
+`base`, `big` and `iwslt` are registered fairseq architectures (the entry names one per
+size); `tiny` is the base architecture with the small dimensions of TINY_ARGS (tests,
+quick benchmarks). Training hyper-parameters (optimizer, learning rate, label smoothing,
+dropout, batch) are not part of a system: the caller gives every system the same.
+
+Adding a system is one entry in SYSTEMS below, and nothing else:
+
+    System("pba_het_convkv", "PBA heterogeneous CONVKV 1-2", sized("pba_transformer"),
+           model_args=("--pba-method", "convkv", "--pba-structure", "heterogeneous", "--pba-ngrams", "1-2")),
+
+`sized(family)` follows the plugin's naming of architectures (`X`, `X_big`,
+`X_iwslt_de_en`); give a dict for others. A system that reads phrase files sets
+`needs_trees=True` (and the `mgsa_translation` task).
+
+This file imports nothing from the package or fairseq, so shell scripts can read it
+without importing fairseq (about 3 s): `python "$(mgsa-user-dir)/systems.py" ...`, the same
+as `python -m fairseq_mgsa.systems ...`:
+
+    python -m fairseq_mgsa.systems                         # the table of systems
+    python -m fairseq_mgsa.systems args mgsa_syntactic --size big    # its fairseq-train options
+    python -m fairseq_mgsa.systems get mgsa_syntactic task           # one field
+    python -m fairseq_mgsa.systems needs-trees transformer mgsa_ngram   # yes if any needs trees
+"""
+
+import argparse
+import shlex
+import sys
+from dataclasses import dataclass
+from typing import Dict, List, Tuple
+
+SIZES = ("tiny", "base", "big", "iwslt")
+# `tiny`: the base architecture with these dimensions (4 heads: one per MG-SA granularity).
+TINY_ARGS = ("--encoder-layers", "3", "--decoder-layers", "3",
+             "--encoder-embed-dim", "128", "--decoder-embed-dim", "128",
+             "--encoder-ffn-embed-dim", "256", "--decoder-ffn-embed-dim", "256",
+             "--encoder-attention-heads", "4", "--decoder-attention-heads", "4")
+BASELINE = "transformer"
+
+
+def sized(family: str, suffix: str = "") -> Dict[str, str]:
+    """The plugin's architecture names of `family` by size: `family`, `family_big`,
+    `family_iwslt_de_en` (+ `suffix`, e.g. `_syntactic`)."""
+    return {"base": family + suffix, "big": f"{family}_big{suffix}", "iwslt": f"{family}_iwslt_de_en{suffix}"}
+
+
+@dataclass(frozen=True)
+class System:
+    name: str                # the key: SYSTEM=name, --systems name,...
+    label: str               # for tables and plots
+    archs: Dict[str, str]    # size (base, big, iwslt) -> registered architecture
+    task: str = "translation"
+    criterion: str = "label_smoothed_cross_entropy"
+    criterion_args: Tuple[str, ...] = ()
+    model_args: Tuple[str, ...] = ()   # model options on top of the architecture's
+    needs_trees: bool = False          # reads phrase files (mgsa-preprocess with trees)
+    notes: str = ""
+
+    def __post_init__(self):
+        missing = [s for s in SIZES if s != "tiny" and s not in self.archs]
+        if missing:
+            raise ValueError(f"system {self.name}: no architecture for size {', '.join(missing)}")
+        if self.needs_trees and self.task != "mgsa_translation":
+            raise ValueError(f"system {self.name}: phrase files are read by the mgsa_translation task")
+
+    def arch(self, size: str) -> str:
+        check_size(size)
+        return self.archs["base" if size == "tiny" else size]
+
+    def train_args(self, size: str) -> List[str]:
+        """The fairseq-train options that make this system at `size` (the rest, data and
+        hyper-parameters, is the caller's)."""
+        dims = list(TINY_ARGS) if size == "tiny" else []
+        return ["--task", self.task, "--arch", self.arch(size), *dims, *self.model_args,
+                "--criterion", self.criterion, *self.criterion_args]
+
+    def generate_args(self) -> List[str]:
+        """The fairseq-generate options this system needs (the checkpoint holds the rest)."""
+        return ["--task", self.task]
+
+
+SYSTEMS: Dict[str, System] = {s.name: s for s in (
+    System("transformer", "Transformer (fairseq)",
+           {"base": "transformer", "big": "transformer_vaswani_wmt_en_de_big", "iwslt": "transformer_iwslt_de_en"},
+           notes="the baseline"),
+    System("mgsa_ngram", "MG-SA n-gram", sized("mgsa_transformer"),
+           notes="word,ngram2,ngram3,ngram4 heads, SAN composition, layer 1"),
+    System("mgsa_ngram_onlstm", "MG-SA n-gram + ON-LSTM", sized("mgsa_transformer"),
+           model_args=("--mgsa-interaction", "onlstm"),
+           notes="n-gram heads, SAN composition, ON-LSTM interaction, layer 1"),
+    System("mgsa_syntactic", "MG-SA syntactic (paper default)", sized("mgsa_transformer", "_syntactic"),
+           task="mgsa_translation", criterion="label_smoothed_cross_entropy_with_phrase_tags",
+           criterion_args=("--phrase-tag-weight", "0.001"), needs_trees=True,
+           notes="word,syn1,syn2,syn3 heads, SAN composition, ON-LSTM, layer 1, + 0.001 L_tag"),
+)}
+
+
+class UnknownSystem(ValueError):
+    pass
+
+
+def check_size(size: str):
+    if size not in SIZES:
+        raise ValueError(f"unknown size {size!r}; sizes: {', '.join(SIZES)}")
+
+
+def get(name: str) -> System:
+    try:
+        return SYSTEMS[name]
+    except KeyError:
+        raise UnknownSystem(f"unknown system {name!r}; registered: {', '.join(SYSTEMS)}") from None
+
+
+def select(names) -> List[System]:
+    """Systems by name (a comma- or space-separated string, or a list); all when empty."""
+    if isinstance(names, str):
+        names = names.replace(",", " ").split()
+    return [get(n) for n in names] if names else list(SYSTEMS.values())
+
+
+def table() -> str:
+    rows = [("name", "label", "task", "trees", "base arch", "model options", "criterion")]
+    for s in SYSTEMS.values():
+        rows.append((s.name, s.label, s.task, "yes" if s.needs_trees else "no", s.archs["base"],
+                     " ".join(s.model_args) or "-", " ".join((s.criterion, *s.criterion_args))))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="python -m fairseq_mgsa.systems",
+                                description="The registered systems (fairseq_mgsa/systems.py).")
+    sub = p.add_subparsers(dest="command")
+    sub.add_parser("list", help="the table of systems (the default)")
+    sub.add_parser("names", help="the names, one a line")
+    a = sub.add_parser("args", help="fairseq-train options of a system, shell-quoted on one line")
+    a.add_argument("name")
+    a.add_argument("--size", default="base", choices=SIZES)
+    a.add_argument("--lines", action="store_true", help="one option a line (for bash's mapfile)")
+    g = sub.add_parser("get", help="one field of a system (name, label, task, arch, criterion, needs_trees)")
+    g.add_argument("name")
+    g.add_argument("field", choices=["name", "label", "task", "arch", "criterion", "needs_trees", "notes"])
+    g.add_argument("--size", default="base", choices=SIZES)
+    t = sub.add_parser("needs-trees", help="yes if any of the systems reads phrase files, else no")
+    t.add_argument("names", nargs="+")
+    args = p.parse_args(argv)
+    try:
+        if args.command in (None, "list"):
+            print(table())
+        elif args.command == "names":
+            print("\n".join(SYSTEMS))
+        elif args.command == "args":
+            opts = get(args.name).train_args(args.size)
+            print("\n".join(opts) if args.lines else shlex.join(opts))
+        elif args.command == "get":
+            s = get(args.name)
+            value = s.arch(args.size) if args.field == "arch" else getattr(s, args.field)
+            print(str(value).lower() if isinstance(value, bool) else value)
+        elif args.command == "needs-trees":
+            print("yes" if any(s.needs_trees for s in select(args.names)) else "no")
+    except ValueError as e:
+        print(f"{p.prog}: error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,97 @@
+"""benchmarks/bench_training.py, run as a user runs it, at the tiny size on 2 systems with 2
+timed updates: the JSON's figures and how its ratios are made, the decoding benchmark's fixed
+hypothesis length, the history line, and the README table regenerated between its markers."""
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SYSTEMS = ("transformer", "mgsa_ngram")
+TEST_SENTENCES = 8
+README = """# Title
+
+## Benchmarks
+
+Before.
+<!-- bench-training:start (written by benchmarks/bench_training.py --readme) -->
+old table
+<!-- bench-training:end -->
+After.
+"""
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("bench")
+    readme = tmp / "README.md"
+    readme.write_text(README)
+    out, history = tmp / "result.json", tmp / "history.jsonl"
+    cmd = [sys.executable, os.path.join(ROOT, "benchmarks", "bench_training.py"), "--arch-size", "tiny",
+           "--systems", ",".join(SYSTEMS), "--updates", "2", "--warmup", "1", "--max-tokens", "1024",
+           "--train-sentences", "300", "--decode-sentences", str(TEST_SENTENCES), "--decode-rounds", "1",
+           "--threads", "1", "--out", str(out), "--history", str(history), "--readme", str(readme)]
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert proc.returncode == 0, proc.stdout[-5000:]
+    return dict(result=json.loads(out.read_text()), history=history.read_text().splitlines(),
+                readme=readme.read_text(), stdout=proc.stdout)
+
+
+def test_every_system_has_its_figures(run):
+    systems = run["result"]["systems"]
+    assert list(systems) == list(SYSTEMS)
+    for name, r in systems.items():
+        for key in ("params", "updates_per_s", "tokens_per_s", "peak_mem_MB", "flops_per_update",
+                    "flop_ratio", "time_ratio", "time_ratio_q1", "time_ratio_q3", "overhead_ratio", "speed_ratio"):
+            assert isinstance(r[key], (int, float)) and r[key] > 0, (name, key, r.get(key))
+        assert len(r["interleaved_update_s"]) == 2
+        assert r["flops_per_update"] == r["flops_forward"] + r["flops_backward"]
+        assert r["time_ratio_q1"] <= r["time_ratio"] <= r["time_ratio_q3"]
+        config = run["result"]["config"]
+        assert r["tokens_per_s"] == pytest.approx(
+            r["updates_per_s"] * config["own_timed_tokens_src_tgt"] / config["own_updates"])
+        assert r["tokens_per_s_interleaved"] == pytest.approx(
+            config["timed_tokens_src_tgt"] / sum(r["interleaved_update_s"]))
+    # n-gram MG-SA adds arithmetic (composition, phrase keys and values) and parameters
+    assert systems["mgsa_ngram"]["flops_per_update"] > systems["transformer"]["flops_per_update"]
+    assert systems["mgsa_ngram"]["param_overhead_M"] > 0
+
+
+def test_ratios_against_the_baseline(run):
+    base, ngram = (run["result"]["systems"][n] for n in SYSTEMS)
+    assert base["flop_ratio"] == 1 and base["time_ratio"] == 1 and base["overhead_ratio"] == 1
+    assert ngram["flop_ratio"] == pytest.approx(ngram["flops_per_update"] / base["flops_per_update"])
+    paired = statistics.median(m / b for m, b in zip(ngram["interleaved_update_s"], base["interleaved_update_s"]))
+    assert ngram["time_ratio"] == pytest.approx(paired)
+    assert ngram["overhead_ratio"] == pytest.approx(ngram["time_ratio"] / ngram["flop_ratio"])
+
+
+def test_decoding_runs_the_same_sentences_to_the_same_length(run):
+    cfg = run["result"]["config"]["decode"]
+    assert cfg["sentences"] == TEST_SENTENCES and cfg["beam"] == 4 and cfg["length"] >= 1
+    for name, r in run["result"]["systems"].items():
+        d = r["decode"]
+        assert d["sentences"] == TEST_SENTENCES
+        assert d["hypothesis_tokens"] == [cfg["length"]], name  # every hypothesis exactly that long
+        assert d["sentences_per_s"] > 0
+        assert d["speed_ratio_median"] == pytest.approx(d["sentences_per_s"] / run["result"]["systems"][
+            "transformer"]["decode"]["sentences_per_s"])
+    assert run["result"]["systems"]["transformer"]["decode"]["speed_ratio_median"] == 1
+
+
+def test_history_line_and_readme_table(run):
+    line = json.loads(run["history"][-1])
+    assert list(line["systems"]) == list(SYSTEMS) and line["arch_size"] == "tiny"
+    assert line["systems"]["mgsa_ngram"]["overhead_ratio"] == pytest.approx(
+        run["result"]["systems"]["mgsa_ngram"]["overhead_ratio"], abs=1e-4)
+    readme = run["readme"]
+    assert readme.startswith("# Title\n\n## Benchmarks\n\nBefore.\n") and readme.endswith("After.\n")
+    assert "old table" not in readme
+    table = readme.split("<!-- bench-training:start")[1].split("<!-- bench-training:end -->")[0]
+    rows = [r for r in table.splitlines() if r.startswith("| ") and not r.startswith("| system")]
+    assert [r.split(" | ")[0][2:] for r in rows] == ["Transformer (fairseq)", "MG-SA n-gram"]
