@@ -96,6 +96,8 @@ SYSTEMS: Dict[str, System] = {s.name: s for s in (
            task="mgsa_translation", criterion="label_smoothed_cross_entropy_with_phrase_tags",
            criterion_args=("--phrase-tag-weight", "0.001"), needs_trees=True,
            notes="word,syn1,syn2,syn3 heads, SAN composition, ON-LSTM, layer 1, + 0.001 L_tag"),
+    System("hysan", "HySAN (gate)", sized("hysan_transformer", "_recommended"),
+           notes="encoder global,forward,backward,local2; decoder global,local2; squeeze gate; every layer"),
 )}
 
 
