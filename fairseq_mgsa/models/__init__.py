@@ -1,1 +1,2 @@
 from . import mgsa_transformer  # noqa: F401
+from . import pba_transformer  # noqa: F401
