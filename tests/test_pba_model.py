@@ -146,3 +146,21 @@ def test_model_parameters_follow_the_formulas(combo):
     count = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
     expected = 6 * sum(extra_parameters(attention, mode, role, [1, 2], 64, 8) for role in ("enc", "dec", "cross"))
     assert count(pba) - count(base) == expected
+
+
+def test_encoder_side_ngrams_are_computed_once_per_sentence(models, monkeypatch):
+    model = models[("queryk", "interleaved")]
+    calls = []
+    for m in model.decoder.modules():
+        if isinstance(m, PhraseBasedAttention) and m.role == "cross":
+            original = m.keys_values
+            monkeypatch.setattr(m, "keys_values", lambda x, real, f=original: calls.append(x.shape) or f(x, real))
+    src = tokens(SRC, left_pad=True)
+    with torch.no_grad():
+        enc = model.encoder(src, torch.tensor([len(r) for r in SRC]))
+        state = {}
+        for t in range(PREV.size(1)):
+            model.decoder(PREV[:, :t + 1], encoder_out=enc, incremental_state=state)
+            model.decoder.reorder_incremental_state_scripting(state, torch.arange(len(SRC)).flip(0))
+            enc = model.encoder.reorder_encoder_out(enc, torch.arange(len(SRC)).flip(0))
+    assert len(calls) == len(model.decoder.layers)  # once per layer, at the first step
