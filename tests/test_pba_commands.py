@@ -35,7 +35,7 @@ def test_train_resume_generate_interactive(data_bin, tmp_path, attention, mode):
     criterion = CRITERION[(attention, mode)]
     log = train(data_bin, save, 3, opts, criterion)
     assert "model: PBATransformerModel" in log
-    assert f"PhraseBasedAttention" in log
+    assert "PhraseBasedAttention" in log
     assert last_num_updates(log) == 3
 
     log = train(data_bin, save, 5, opts, criterion)  # resumes from checkpoint_last.pt

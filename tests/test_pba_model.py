@@ -44,6 +44,7 @@ def test_architectures_and_presets(size, dim, heads):
     (["--pba-roles", "enc,self"], "--pba-roles 'enc,self': expected a comma-separated subset of enc,dec,cross"),
     (["--pba-layers", "2", "--pba-roles", "dec,cross"], "layer 2 is out of range, the decoder has layers 1..1"),
     (["--pba-queryk-shared-key"], "applies to heterogeneous or interleaved QUERYK only"),
+    (["--quant-noise-pq", "0.1"], "--quant-noise-pq is not supported by phrase-based attention"),
 ])
 def test_bad_options_stop_at_argument_parsing(extra, message):
     with pytest.raises(MGSAError, match=message.replace("(", r"\(")):

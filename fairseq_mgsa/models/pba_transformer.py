@@ -194,6 +194,13 @@ def check_pba_args(args):
         parse_layers(args.pba_layers, layers, which)
         check_pba_config(args.pba_attention, args.pba_mode, ngrams, heads, dim,
                          bool(args.pba_queryk_shared_key), where=f"{which}: ")
+    # options fairseq's MultiheadAttention would honour and PhraseBasedAttention cannot
+    if getattr(args, "quant_noise_pq", 0):
+        raise MGSAError("--quant-noise-pq is not supported by phrase-based attention (its convolutions "
+                        "have no quantization noise); use --pba-roles/--pba-layers to keep fairseq's attention")
+    for side in ("encoder", "decoder"):
+        if getattr(args, f"{side}_xformers_att_config", None):
+            raise MGSAError(f"--{side}-xformers-att-config cannot be combined with phrase-based attention")
     if "dec" in roles and getattr(args, "cross_self_attention", False):
         raise MGSAError("--cross-self-attention cannot be combined with phrase-based decoder self-attention "
                         "(--pba-roles with dec)")

@@ -71,19 +71,6 @@ class NGramConv(nn.Conv1d):
         return y.transpose(1, 2)
 
 
-def query_kernel_logits(kernel: Tensor, keys: Tensor, n: int) -> Tensor:
-    """QUERYK scores (eq. 6) before scaling: the query's n taps slid over the projected keys.
-
-    kernel: B x H x T x (n*d_k), taps in window order (tap m meets key t-n+1+m);
-    keys: B x H x S x d_k, already zero at pads.
-    Returns B x H x T x S, logit(i, j) = sum_m <kernel_i[m], key_{j-n+1+m}>.
-    One matmul against the unfolded key windows (B x H x S x n*d_k).
-    """
-    B, H, S, dk = keys.shape
-    windows = end_aligned_windows(keys.reshape(B * H, S, dk), n).view(B, H, S, n * dk)
-    return torch.matmul(kernel, windows.transpose(-1, -2))
-
-
 def spread_over_tokens(probs: Tensor, n: int, real: Optional[Tensor]) -> Tensor:
     """Token-level view of attention over n-grams (PEERS.md P11): each n-gram's
     probability is shared evenly by the real tokens it covers.

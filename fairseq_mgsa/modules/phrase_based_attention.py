@@ -26,8 +26,7 @@ from fairseq.modules.fairseq_dropout import FairseqDropout
 from torch import Tensor
 
 from ..errors import MGSAError
-from .ngram_convolution import NGramConv, end_aligned_windows, ngram_invalid, query_kernel_logits, \
-    spread_over_tokens, zero_pads
+from .ngram_convolution import NGramConv, end_aligned_windows, ngram_invalid, spread_over_tokens, zero_pads
 
 CONVKV, QUERYK = "convkv", "queryk"
 HOMOGENEOUS, HETEROGENEOUS, INTERLEAVED = "homogeneous", "heterogeneous", "interleaved"
