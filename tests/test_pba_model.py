@@ -165,3 +165,43 @@ def test_encoder_side_ngrams_are_computed_once_per_sentence(models, monkeypatch)
             model.decoder.reorder_incremental_state_scripting(state, torch.arange(len(SRC)).flip(0))
             enc = model.encoder.reorder_encoder_out(enc, torch.arange(len(SRC)).flip(0))
     assert len(calls) == len(model.decoder.layers)  # once per layer, at the first step
+
+
+# The README's parameter table: base size, shared 37,000-token vocabulary (the paper's En-De).
+README_TABLE = [  # (preset, options, layers, measured count in millions as printed)
+    ("homogeneous_convkv", [], 6, 67.80), ("homogeneous_queryk", [], 6, 67.81),
+    ("homogeneous_convkv", ["--pba-ngrams", "1,1,1,2,2,3,3,3"], 6, 72.52),
+    ("heterogeneous_convkv", [], 6, 81.98), ("heterogeneous_convkv", ["--pba-ngrams", "1,2,3"], 6, 110.31),
+    ("heterogeneous_convkv", ["--pba-ngrams", "1,2,3,4"], 6, 148.07),
+    ("heterogeneous_queryk", [], 6, 86.71), ("heterogeneous_queryk", ["--pba-ngrams", "1,2,3"], 6, 119.79),
+    ("heterogeneous_queryk", ["--pba-ngrams", "1,2,3,4"], 6, 162.31),
+    ("heterogeneous_queryk", ["--pba-queryk-shared-key"], 6, 81.98),
+    ("interleaved_convkv", [], 6, 97.71), ("interleaved_queryk", [], 6, 121.34),
+    ("heterogeneous_convkv", ["--encoder-layers", "4", "--decoder-layers", "4"], 4, 60.96),
+]
+
+
+@pytest.mark.slow
+def test_base_size_parameter_counts_of_the_readme_table():
+    from fairseq.data import Dictionary
+    from fairseq.tasks.translation import TranslationTask
+
+    vocab = Dictionary()
+    for i in range(37000 - len(vocab)):
+        vocab.add_symbol(f"w{i}")
+
+    def count(arch, extra):
+        args = parse(arch, "--share-all-embeddings", *extra)
+        model = TranslationTask(args, vocab, vocab).build_model(args)
+        return sum(p.numel() for p in model.parameters()), args
+
+    base, _ = count("transformer", [])
+    base4, _ = count("transformer", ["--encoder-layers", "4", "--decoder-layers", "4"])
+    assert round(base / 1e6, 2) == 63.08
+    for preset, extra, layers, printed in README_TABLE:
+        n, args = count(f"pba_transformer_{preset}", extra)
+        assert round(n / 1e6, 2) == printed, (preset, extra)
+        ngrams = [int(s) for s in args.pba_ngrams.split(",")]
+        per_layer = sum(extra_parameters(args.pba_attention, args.pba_mode, role, ngrams, 512, 8,
+                                         args.pba_queryk_shared_key) for role in ("enc", "dec", "cross"))
+        assert n - (base if layers == 6 else base4) == layers * per_layer
