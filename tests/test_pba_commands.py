@@ -44,8 +44,10 @@ def test_train_resume_generate_interactive(data_bin, tmp_path, attention, mode):
 
     ckpt = str(save / "checkpoint_last.pt")
     out = run(["fairseq-generate", str(data_bin), "--user-dir", USER_DIR, "--path", ckpt, "--beam", "4",
-               "--max-tokens", "2000", "--required-batch-size-multiple", "1", "--cpu"], tmp_path)
+               "--max-tokens", "2000", "--required-batch-size-multiple", "1", "--cpu", "--print-alignment"], tmp_path)
     assert hypotheses(out) == list(range(N_TEST))  # exactly one hypothesis per test sentence
+    # token-level cross-attention weights reach fairseq's alignment output
+    assert sorted(int(m) for m in re.findall(r"^A-(\d+)\t", out, flags=re.M)) == list(range(N_TEST))
     assert re.search(r"Generate test with beam=4: BLEU4 = [\d.]+", out)
 
     lines = (data_bin.parent / "raw" / "test.src").read_text().splitlines()[:4]

@@ -184,6 +184,9 @@ class PhraseBasedAttention(nn.Module):
         out = {}
         if self.attention == CONVKV:
             q = self.q2_proj(x, real) if bigram else self.q_proj(x)
+            if self.mode != HOMOGENEOUS:  # every head, one query for all blocks
+                q = _heads(q, self.num_heads)
+                return {n: q for n in self.ngrams}
             start = 0
             for n, h in self.groups:
                 out[n] = _heads(q[..., start * self.head_dim:(start + h) * self.head_dim], h)
