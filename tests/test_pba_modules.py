@@ -321,8 +321,9 @@ def test_configurations_that_cannot_be_built(attention, mode, ngrams, message):
 
 @pytest.mark.parametrize("attention,mode", COMBOS)
 def test_half_and_bfloat16_forward_backward(batch, attention, mode):
-    """float16 modules (CPU kernels) and bfloat16 autocast: finite outputs and gradients, close
-    to float32 (no softmax row is ever fully masked, so no NaN rows either)."""
+    """float16 modules (every op has a CPU half kernel) and bfloat16 autocast: finite outputs and
+    gradients within 1% (half) / 3% (bfloat16) of float32, relative to the largest float32 value
+    (measured: 0.16% / 1.1%); no softmax row is ever fully masked, so no NaN rows either."""
     x_q, x_kv, pad_kv, pad_q = batch
     for role in ("dec", "cross"):
         m32 = make(attention, mode, role)
@@ -340,7 +341,7 @@ def test_half_and_bfloat16_forward_backward(batch, attention, mode):
 
         ref = step(m32, torch.float32)
         m16 = make(attention, mode, role).half()
-        for got, tol in ((step(m16, torch.float16), 2e-2), (step(m32, torch.float32, autocast=True), 6e-2)):
+        for got, tol in ((step(m16, torch.float16), 1e-2), (step(m32, torch.float32, autocast=True), 3e-2)):
             for a, b in zip([got[0], got[1], *got[2]], [ref[0], ref[1], *ref[2]]):
                 assert torch.isfinite(a).all()
                 assert (a - b).abs().max() <= tol * (1 + b.abs().max()), (role, (a - b).abs().max())
