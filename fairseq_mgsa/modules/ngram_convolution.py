@@ -43,14 +43,13 @@ def ngram_invalid(real: Optional[Tensor], n: int, length: int, batch: int, devic
     interleaved): usable iff all n tokens exist and are real, i.e. exactly the
     paper's valid convolution, which has no n-gram reaching outside the sentence.
     """
+    if homogeneous or n == 1:
+        return None if real is None else ~real
     if real is None:
         real = torch.ones(batch, length, dtype=torch.bool, device=device)
-    if homogeneous or n == 1:
-        invalid = ~real
-    else:
-        count = F.pad(real.to(torch.float32), (n - 1, 0)).unfold(1, n, 1).sum(-1)  # B x S
-        invalid = count < n
-    return invalid if bool(invalid.any()) else None
+    # no data-dependent `if mask.any()`: on a GPU that would wait for the device in every module
+    count = F.pad(real.to(torch.float32), (n - 1, 0)).unfold(1, n, 1).sum(-1)  # B x S
+    return count < n
 
 
 class NGramConv(nn.Conv1d):

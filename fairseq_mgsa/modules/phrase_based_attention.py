@@ -287,12 +287,12 @@ class PhraseBasedAttention(nn.Module):
             out, probs, key_real = self._incremental(x_q, key, pad, incremental_state)
         else:
             x_kv = x_q if self.self_attention else key.transpose(0, 1)  # B x S x kdim
-            key_real = ~pad if pad is not None and bool(pad.any()) else None
+            key_real = ~pad if pad is not None else None
             if self.self_attention:
                 real_q = key_real
             else:
                 qpad = self.query_padding_mask
-                real_q = ~qpad.bool() if qpad is not None and bool(qpad.any()) else None
+                real_q = ~qpad.bool() if qpad is not None else None
             out, probs = self.combine(x_q, real_q, self.keys_values(x_kv, key_real), attn_mask)
         weights = None
         if need_weights:
