@@ -10,8 +10,8 @@ dropout, batch) are not part of a system: the caller gives every system the same
 
 Adding a system is one entry in SYSTEMS below, and nothing else:
 
-    System("pba_het_convkv", "PBA heterogeneous CONVKV 1-2", sized("pba_transformer"),
-           model_args=("--pba-method", "convkv", "--pba-structure", "heterogeneous", "--pba-ngrams", "1-2")),
+    System("pba_homogeneous_queryk", "PBA homogeneous QUERYK 1-2", sized("pba_transformer"),
+           model_args=("--pba-attention", "queryk", "--pba-mode", "homogeneous", "--pba-ngrams", "1,2")),
 
 `sized(family)` follows the plugin's naming of architectures (`X`, `X_big`,
 `X_iwslt_de_en`); give a dict for others. A system that reads phrase files sets
@@ -96,6 +96,15 @@ SYSTEMS: Dict[str, System] = {s.name: s for s in (
            task="mgsa_translation", criterion="label_smoothed_cross_entropy_with_phrase_tags",
            criterion_args=("--phrase-tag-weight", "0.001"), needs_trees=True,
            notes="word,syn1,syn2,syn3 heads, SAN composition, ON-LSTM, layer 1, + 0.001 L_tag"),
+    System("pba_heterogeneous_convkv", "PBA heterogeneous CONVKV 1-2",
+           sized("pba_transformer_heterogeneous_convkv"),
+           notes="phrase-based attention: unigram + bigram blocks, in encoder, decoder and cross attention"),
+    System("pba_heterogeneous_queryk", "PBA heterogeneous QUERYK 1-2",
+           sized("pba_transformer_heterogeneous_queryk"), notes="query as convolution kernel, unigram + bigram"),
+    System("pba_homogeneous_convkv", "PBA homogeneous CONVKV 1-2",
+           sized("pba_transformer_homogeneous_convkv"), notes="half the heads unigram, half bigram"),
+    System("pba_interleaved_queryk", "PBA interleaved QUERYK 1-2",
+           sized("pba_transformer_interleaved_queryk"), notes="the paper's best row"),
     System("hysan", "HySAN (gate)", sized("hysan_transformer", "_recommended"),
            notes="encoder global,forward,backward,local2; decoder global,local2; squeeze gate; every layer"),
 )}

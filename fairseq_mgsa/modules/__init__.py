@@ -4,3 +4,5 @@ from .mgsa_encoder_layer import MGSAEncoderLayer
 from .multi_granularity_attention import MultiGranularitySelfAttention
 from .partition import Partition, ngram_partition, spans_to_partition
 from .phrase_memory import PhraseMemory
+from .ngram_convolution import NGramConv
+from .phrase_based_attention import PhraseBasedAttention

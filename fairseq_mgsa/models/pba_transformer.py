@@ -1,0 +1,243 @@
+"""`pba_transformer`: fairseq's Transformer with phrase-based attention (Nguyen & Joty).
+
+The attention sub-layers of the chosen layers and roles (encoder self, decoder self,
+encoder-decoder) become PhraseBasedAttention; embeddings, FFNs, norms and every other
+layer are fairseq's. Reads the `translation` task's data. Options are dataclass fields
+(so fairseq-hydra-train sees them): --pba-attention, --pba-mode, --pba-ngrams,
+--pba-roles, --pba-layers, --pba-queryk-shared-key.
+"""
+
+import argparse
+from dataclasses import dataclass, field
+from typing import List
+
+from fairseq.dataclass import ChoiceEnum, FairseqDataclass
+from fairseq.dataclass.utils import gen_parser_from_dataclass
+from fairseq.distributed import fsdp_wrap
+from fairseq.models import register_model, register_model_architecture
+from fairseq.models.transformer import (
+    TransformerDecoderBase,
+    TransformerEncoderBase,
+    TransformerModel,
+    base_architecture,
+    transformer_iwslt_de_en,
+    transformer_vaswani_wmt_en_de_big,
+)
+from fairseq.modules.checkpoint_activations import checkpoint_wrapper
+from fairseq.modules.transformer_layer import TransformerDecoderLayerBase, TransformerEncoderLayerBase
+from omegaconf import DictConfig, OmegaConf
+
+from ..errors import MGSAError
+from ..modules.phrase_based_attention import ROLES, PhraseBasedAttention, check_pba_config
+
+
+@dataclass
+class PBAConfig(FairseqDataclass):
+    pba_attention: ChoiceEnum(["convkv", "queryk"]) = field(
+        default="convkv", metadata={"help": "n-gram keys/values by convolution (convkv) or the query as "
+                                            "convolution kernel over the keys (queryk)"})
+    pba_mode: ChoiceEnum(["homogeneous", "heterogeneous", "interleaved"]) = field(
+        default="heterogeneous", metadata={"help": "homogeneous: one n-gram size per head group; heterogeneous: "
+                                                   "every head attends to all sizes in one softmax; interleaved: "
+                                                   "unigram and bigram queries too (sizes 1,2 only)"})
+    pba_ngrams: str = field(
+        default="1,2", metadata={"help": "comma-separated n-gram sizes; homogeneous: one size per head group, "
+                                         "heads split evenly (1,2 = 4/4 of 8 heads; 1,1,1,2,2,3,3,3 = 3/2/3)"})
+    pba_roles: str = field(
+        default="enc,dec,cross", metadata={"help": "attention roles using it: enc (encoder self), dec (decoder "
+                                                   "self), cross (encoder-decoder); comma-separated"})
+    pba_layers: str = field(
+        default="all", metadata={"help": "layers (1 = bottom, in encoder and decoder alike) using it: "
+                                         "a comma-separated list or 'all'"})
+    pba_queryk_shared_key: bool = field(
+        default=False, metadata={"help": "QUERYK heterogeneous/interleaved: one key projection for every "
+                                         "n-gram size (reproduces the paper's parameter counts)"})
+
+
+def parse_ngrams(spec: str) -> List[int]:
+    try:
+        sizes = [int(s) for s in str(spec).split(",") if s.strip()]
+    except ValueError:
+        sizes = []
+    if not sizes:
+        raise MGSAError(f"--pba-ngrams {spec!r}: expected comma-separated n-gram sizes such as 1,2")
+    return sizes
+
+
+def parse_roles(spec: str) -> List[str]:
+    roles = [r.strip() for r in str(spec).split(",") if r.strip()]
+    bad = [r for r in roles if r not in ROLES]
+    if bad or not roles:
+        raise MGSAError(f"--pba-roles {spec!r}: expected a comma-separated subset of enc,dec,cross")
+    return roles
+
+
+def parse_layers(spec: str, num_layers: int, which: str) -> List[int]:
+    """'1,3' / 'all' -> 0-based layer indices within a stack of num_layers."""
+    spec = str(spec).strip()
+    if spec == "all":
+        return list(range(num_layers))
+    try:
+        layers = [int(s) for s in spec.split(",") if s.strip()]
+    except ValueError:
+        raise MGSAError(f"--pba-layers {spec!r}: expected comma-separated layer numbers (1 = bottom) or 'all'")
+    for i in layers:
+        if not 1 <= i <= num_layers:
+            raise MGSAError(f"--pba-layers {spec!r}: layer {i} is out of range, the {which} has layers 1..{num_layers}")
+    return sorted(set(i - 1 for i in layers))
+
+
+def build_pba(cfg, embed_dim: int, heads: int, role: str, kdim=None) -> PhraseBasedAttention:
+    return PhraseBasedAttention(embed_dim, heads, kdim=kdim, dropout=cfg.attention_dropout,
+                                attention=cfg.pba_attention, mode=cfg.pba_mode, ngrams=parse_ngrams(cfg.pba_ngrams),
+                                role=role, shared_key=bool(cfg.pba_queryk_shared_key))
+
+
+def wrap_layer(cfg, layer):
+    # the wrapping of fairseq's build_encoder_layer / build_decoder_layer
+    if cfg.checkpoint_activations:
+        layer = checkpoint_wrapper(layer, offload_to_cpu=cfg.offload_activations)
+    return fsdp_wrap(layer, min_num_params=cfg.min_params_to_wrap if not cfg.checkpoint_activations else 0)
+
+
+class PBAEncoderLayer(TransformerEncoderLayerBase):
+    def build_self_attention(self, embed_dim, cfg):
+        return build_pba(cfg, embed_dim, cfg.encoder.attention_heads, "enc")
+
+
+class PBADecoderLayer(TransformerDecoderLayerBase):
+    def build_self_attention(self, embed_dim, cfg, add_bias_kv=False, add_zero_attn=False):
+        if "dec" not in parse_roles(cfg.pba_roles):
+            return super().build_self_attention(embed_dim, cfg, add_bias_kv, add_zero_attn)
+        return build_pba(cfg, embed_dim, cfg.decoder.attention_heads, "dec")
+
+    def build_encoder_attention(self, embed_dim, cfg):
+        if "cross" not in parse_roles(cfg.pba_roles):
+            return super().build_encoder_attention(embed_dim, cfg)
+        return build_pba(cfg, embed_dim, cfg.decoder.attention_heads, "cross", kdim=cfg.encoder.embed_dim)
+
+    def forward(self, x, encoder_out=None, encoder_padding_mask=None, incremental_state=None,
+                prev_self_attn_state=None, prev_attn_state=None, self_attn_mask=None,
+                self_attn_padding_mask=None, need_attn=False, need_head_weights=False):
+        # fairseq gives the cross attention only the source padding; its bigram queries
+        # (interleaved mode) also need the target's, handed over for this call only
+        cross = self.encoder_attn if isinstance(self.encoder_attn, PhraseBasedAttention) else None
+        if cross is not None:
+            cross.query_padding_mask = self_attn_padding_mask
+        try:
+            return super().forward(x, encoder_out, encoder_padding_mask, incremental_state, prev_self_attn_state,
+                                   prev_attn_state, self_attn_mask, self_attn_padding_mask, need_attn,
+                                   need_head_weights)
+        finally:
+            if cross is not None:
+                cross.query_padding_mask = None
+
+
+class PBATransformerEncoder(TransformerEncoderBase):
+    def __init__(self, cfg, dictionary, embed_tokens, return_fc=False):
+        super().__init__(cfg, dictionary, embed_tokens, return_fc=return_fc)
+        self.pba_layer_ids = []
+        if "enc" in parse_roles(cfg.pba_roles):
+            self.pba_layer_ids = parse_layers(cfg.pba_layers, len(self.layers), "encoder")
+        for i in self.pba_layer_ids:
+            self.layers[i] = wrap_layer(cfg, PBAEncoderLayer(cfg, return_fc=self.return_fc))
+
+
+class PBATransformerDecoder(TransformerDecoderBase):
+    def __init__(self, cfg, dictionary, embed_tokens, no_encoder_attn=False, output_projection=None):
+        super().__init__(cfg, dictionary, embed_tokens, no_encoder_attn=no_encoder_attn,
+                         output_projection=output_projection)
+        self.pba_layer_ids = []
+        if {"dec", "cross"} & set(parse_roles(cfg.pba_roles)):
+            self.pba_layer_ids = parse_layers(cfg.pba_layers, len(self.layers), "decoder")
+        for i in self.pba_layer_ids:
+            self.layers[i] = wrap_layer(cfg, PBADecoderLayer(cfg, no_encoder_attn))
+
+
+@register_model("pba_transformer")
+class PBATransformerModel(TransformerModel):
+    """Transformer with phrase-based attention (Nguyen & Joty, arXiv:1810.03444)."""
+
+    @classmethod
+    def add_args(cls, parser):
+        super().add_args(parser)
+        # no defaults on the command line, so that architectures can fill them in
+        gen_parser_from_dataclass(parser, PBAConfig(), delete_default=True)
+
+    @classmethod
+    def build_model(cls, args, task):
+        if isinstance(args, DictConfig):
+            # fairseq-hydra-train hands a DictConfig, whose keys TransformerConfig.from_namespace
+            # cannot see (it reads vars()); the namespace form keeps the PBA fields.
+            args = argparse.Namespace(**OmegaConf.to_container(args, resolve=True))
+        return super().build_model(args, task)
+
+    @classmethod
+    def build_encoder(cls, cfg, src_dict, embed_tokens):
+        return PBATransformerEncoder(cfg, src_dict, embed_tokens)
+
+    @classmethod
+    def build_decoder(cls, cfg, tgt_dict, embed_tokens):
+        return PBATransformerDecoder(cfg, tgt_dict, embed_tokens, no_encoder_attn=cfg.no_cross_attention)
+
+
+def check_pba_args(args):
+    """Raise MGSAError for a configuration the model could not be built with."""
+    ngrams = parse_ngrams(args.pba_ngrams)
+    roles = parse_roles(args.pba_roles)
+    stacks = []
+    if "enc" in roles:
+        stacks.append(("encoder", args.encoder_layers, args.encoder_attention_heads, args.encoder_embed_dim))
+    if {"dec", "cross"} & set(roles):
+        stacks.append(("decoder", args.decoder_layers, args.decoder_attention_heads, args.decoder_embed_dim))
+    for which, layers, heads, dim in stacks:
+        parse_layers(args.pba_layers, layers, which)
+        check_pba_config(args.pba_attention, args.pba_mode, ngrams, heads, dim,
+                         bool(args.pba_queryk_shared_key), where=f"{which}: ")
+    # options fairseq's MultiheadAttention would honour and PhraseBasedAttention cannot
+    if getattr(args, "quant_noise_pq", 0):
+        raise MGSAError("--quant-noise-pq is not supported by phrase-based attention (its convolutions "
+                        "have no quantization noise); use --pba-roles/--pba-layers to keep fairseq's attention")
+    for side in ("encoder", "decoder"):
+        if getattr(args, f"{side}_xformers_att_config", None):
+            raise MGSAError(f"--{side}-xformers-att-config cannot be combined with phrase-based attention")
+    if "dec" in roles and getattr(args, "cross_self_attention", False):
+        raise MGSAError("--cross-self-attention cannot be combined with phrase-based decoder self-attention "
+                        "(--pba-roles with dec)")
+
+
+def pba_architecture(name: str, transformer_arch, preset=None):
+    """Register `name` as `transformer_arch` plus PBA defaults (`preset` first); a bad PBA
+    option stops the command at argument parsing with a one-line error (see errors.py)."""
+
+    def arch(args):
+        for key, value in {**vars(PBAConfig()), **(preset or {})}.items():
+            if key.startswith("pba_") and getattr(args, key, None) is None:
+                setattr(args, key, value)
+        transformer_arch(args)
+        check_pba_args(args)
+
+    arch.__doc__ = f"Phrase-based attention on fairseq's `{transformer_arch.__name__}` architecture."
+    return register_model_architecture("pba_transformer", name)(arch)
+
+
+SIZES = {"": base_architecture, "_big": transformer_vaswani_wmt_en_de_big,
+         "_iwslt_de_en": transformer_iwslt_de_en}
+# The paper's main rows (Table 1; "homogeneous 1,2" = its 4/4 head split) and the other
+# two attention x mode pairs, so that every combination has a name.
+PRESETS = {
+    "heterogeneous_convkv": dict(pba_attention="convkv", pba_mode="heterogeneous", pba_ngrams="1,2"),
+    "heterogeneous_queryk": dict(pba_attention="queryk", pba_mode="heterogeneous", pba_ngrams="1,2"),
+    "homogeneous_convkv": dict(pba_attention="convkv", pba_mode="homogeneous", pba_ngrams="1,2"),
+    "homogeneous_queryk": dict(pba_attention="queryk", pba_mode="homogeneous", pba_ngrams="1,2"),
+    "interleaved_convkv": dict(pba_attention="convkv", pba_mode="interleaved", pba_ngrams="1,2"),
+    "interleaved_queryk": dict(pba_attention="queryk", pba_mode="interleaved", pba_ngrams="1,2"),
+}
+
+# pba_transformer (base: d 512, 8 heads), pba_transformer_big (d 1024, 16 heads),
+# pba_transformer_iwslt_de_en (d 512, 4 heads): the defaults, heterogeneous CONVKV 1,2.
+for _size, _arch in SIZES.items():
+    pba_architecture(f"pba_transformer{_size}", _arch)
+    # e.g. pba_transformer_interleaved_queryk, pba_transformer_interleaved_queryk_big
+    for _name, _preset in PRESETS.items():
+        pba_architecture(f"pba_transformer_{_name}{_size}", _arch, _preset)
