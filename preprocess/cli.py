@@ -250,6 +250,8 @@ def run(args) -> dict:
                             for name, _ in splits},
         "tag_dictionary": tag_dict_path,
         "tags": len(tags.dictionary) - tags.dictionary.nspecial,
+        # the ids in the phrase files index these symbols: fairseq-train checks its tag dictionary against them
+        "tag_symbols": list(tags.dictionary.symbols),
         "lenient": args.lenient,
         "splits": {name: r.as_dict() for name, r in reports.items()},
     }

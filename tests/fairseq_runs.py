@@ -28,7 +28,7 @@ SYSTEMS = [
 ]
 
 
-def make_data_bin(tmp, n_train=160, seed=5):
+def make_data_bin(tmp, n_train=160, seed=5, bpe_symbols=40):
     """A tiny corpus with 3 phrase levels, binarized by mgsa-preprocess (in process)."""
     from subword_nmt.learn_bpe import learn_bpe
 
@@ -36,9 +36,10 @@ def make_data_bin(tmp, n_train=160, seed=5):
     from preprocess.synthetic import write_corpus
 
     raw = tmp / "raw"
+    os.makedirs(tmp, exist_ok=True)
     write_corpus(str(raw), (("train", n_train), ("valid", 16)), seed=seed)
     with open(raw / "train.src") as src, open(raw / "train.tgt") as tgt, open(tmp / "codes", "w") as out:
-        learn_bpe(list(src) + list(tgt), out, num_symbols=40)
+        learn_bpe(list(src) + list(tgt), out, num_symbols=bpe_symbols)
     mgsa_preprocess(["--source-lang", "src", "--target-lang", "tgt", "--trainpref", str(raw / "train"),
                      "--validpref", str(raw / "valid"), "--trees-suffix", "tree", "--levels", "3",
                      "--bpe-codes", str(tmp / "codes"), "--destdir", str(tmp / "data-bin"),
