@@ -139,9 +139,10 @@ class PhrasePairDataset(BaseWrapperDataset):
             return
         sample = np.unique(np.concatenate([np.arange(min(n, CHECKED_AT_LOAD // 2)),
                                            np.linspace(0, n - 1, CHECKED_AT_LOAD // 2).astype(np.int64)]))
-        src_sizes = self.dataset.src_sizes
+        # the tokens themselves, not src_sizes: under --truncate-source fairseq's sizes count
+        # one token too many for sentences that were not cut (StripTokenDataset keeps the sizes)
         for i in sample.tolist():
-            self.phrases(i, int(src_sizes[i]) - 1)
+            self.phrases(i, len(self.dataset.src[i]) - 1)
 
     def phrases(self, index: int, num_tokens: int):
         """[(lengths, tags)] per level for sentence `index` of `num_tokens` tokens without EOS."""
