@@ -127,3 +127,23 @@ def test_stanza_tree_writer_escapes_are_undone():
     assert [canonical_token(w) for w in leaves] == [canonical_token(w) for w in words]
     # and after Moses escaped the source text
     check_leaves(leaves, [moses_escape(w) for w in words], "t.tree", 1, "t.src", 1)
+
+
+def test_the_reported_corpus_passes_mgsa_preprocess_without_repairs(tmp_path):
+    """PTB quotes against a Moses-escaped PTB-tokenised source: no sentence refused, none flattened."""
+    import json
+
+    from preprocess.cli import main
+
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    (raw / "train.en").write_text("`` Yes &apos;&apos; , he said .\nthe -LRB- AT&amp;T -RRB- deal\n")
+    (raw / "train.de").write_text("ja\ndeal\n")
+    (raw / "train.en.tree").write_text(
+        "(ROOT (S (`` ``) (INTJ (UH Yes)) ('' '') (, ,) (NP (PRP he)) (VP (VBD said)) (. .)))\n"
+        "(ROOT (NP (DT the) (-LRB- -LRB-) (NNP AT&T) (-RRB- -RRB-) (NN deal)))\n")
+    main(["-s", "en", "-t", "de", "--trainpref", str(raw / "train"), "--destdir", str(tmp_path / "bin"),
+          "--trees-suffix", "tree", "--subword-style", "none", "--lenient", "--no-progress-bar"])
+    report = json.loads((tmp_path / "bin" / "mgsa_preprocess_report.json").read_text())["splits"]["train"]
+    assert report["repaired"] == {}
+    assert report["normalisation"]["leaves_matched_through_escapes"] == 2  # '' and AT&T
