@@ -7,7 +7,8 @@ Why it can be exact: fairseq saves the model, the optimizer state, the update co
 the data iterator's position inside the epoch (mid-epoch checkpoints from
 --save-interval-updates), shuffles each epoch from --seed + epoch, and re-seeds torch's
 RNG from --seed + update number before every update, so dropout after the restart
-draws what it would have drawn. Nothing in MG-SA keeps state between updates."""
+draws what it would have drawn. Nothing in MG-SA keeps state between updates.
+Validation runs at every checkpoint, as in a user's run, and logs the same figures."""
 
 import re
 import signal
@@ -20,7 +21,7 @@ from fairseq_runs import SYSTEMS, env, make_data_bin, model_params, run, train_c
 K, N = 4, 7  # killed after update K's checkpoint; compared at update N
 SYNTACTIC = next(s for s in SYSTEMS if s[0] == "syntactic-tag0.001")
 OPTIONS = ["--dropout", "0.1", "--attention-dropout", "0.1", "--mgsa-interaction", "onlstm",
-           "--save-interval-updates", str(K), "--no-epoch-checkpoints", "--disable-validation"]
+           "--save-interval-updates", str(K), "--no-epoch-checkpoints"]
 FIGURES = ("loss", "nll_loss", "tag_loss", "tag_accuracy", "gnorm", "wpb", "bsz")
 
 
@@ -62,6 +63,8 @@ def test_killed_and_resumed_run_equals_the_uninterrupted_run(tmp_path):
         got = first[u] if u <= K else second[u]
         assert {f: got.get(f) for f in FIGURES} == {f: expected[u].get(f) for f in FIGURES}, u
     assert "tag_loss" in expected[N]
+    valid = re.compile(r"valid on 'valid' subset \| loss ([\d.]+) \| nll_loss ([\d.]+) .*\| num_updates (\d+)")
+    assert valid.findall(before + after) == valid.findall(whole) and len(valid.findall(whole)) == 2
 
     resumed = model_params(tmp_path / "killed" / "checkpoint_last.pt")
     uninterrupted = model_params(tmp_path / "whole" / "checkpoint_last.pt")
