@@ -375,8 +375,9 @@ def verify_token_counts(token_prefix: str, written: dict):
     del index
     ntok = written["ntok"]
     if len(sizes) != len(ntok):
-        raise PreprocessError(f"fairseq wrote {len(sizes)} sentences to {token_prefix}.bin "
-                              f"but {written['src_path']} has {len(ntok)} lines")
+        raise PreprocessError(f"fairseq-preprocess binarized {len(sizes)} lines of this file but the phrases were "
+                              f"written for {len(ntok)} (a line break the two readers split differently?)",
+                              written["src_path"])
     bad = np.flatnonzero(sizes != ntok)
     if len(bad):
         i = int(bad[0])

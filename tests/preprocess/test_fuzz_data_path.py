@@ -101,7 +101,7 @@ def phrases_of_batch(batch, b, level, tag_dict):
 
 
 # Few examples (each runs mgsa-preprocess and builds a model); no shrinking, which takes minutes here.
-@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck),
+@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck),
           phases=[Phase.explicit, Phase.reuse, Phase.generate])
 @given(st.lists(sentences(), min_size=2, max_size=5), st.data())
 def test_random_trees_and_segmentations_through_the_data_path(corpus, data):
