@@ -12,6 +12,8 @@ tolerance rather than equality (measured here: 0 difference)."""
 import subprocess
 
 import pytest
+import torch
+from fairseq import options, tasks
 
 from fairseq_runs import NO_DROPOUT, SYSTEMS, env, free_port, make_data_bin, max_difference, model_params, run, \
     train_command, train_log
@@ -68,3 +70,31 @@ def test_two_processes_equal_one_process_with_update_freq_2(data_bin, tmp_path, 
     diff = max_difference(model_params(tmp_path / "ddp" / "checkpoint_last.pt"),
                           model_params(tmp_path / "one" / "checkpoint_last.pt"))
     assert diff <= TOLERANCE
+
+
+@pytest.mark.parametrize("system", SYSTEMS, ids=[s[0] for s in SYSTEMS])
+def test_every_parameter_gets_a_gradient(data_bin, system):
+    """What fairseq's default --ddp-backend pytorch_ddp needs without --find-unused-parameters
+    (DistributedDataParallel stops when a parameter gets no gradient in an update)."""
+    model = gradients_of_one_batch(data_bin, system)
+    assert [n for n, p in model.named_parameters() if p.requires_grad and p.grad is None] == []
+    assert all(torch.isfinite(p.grad).all() for p in model.parameters())
+
+
+def test_a_criterion_without_the_tag_loss_leaves_the_tag_classifier_unused(data_bin):
+    """Why the README asks for --find-unused-parameters (or legacy_ddp) in this case."""
+    name, task, arch, _, _ = next(s for s in SYSTEMS if s[2] == "mgsa_transformer_syntactic")
+    model = gradients_of_one_batch(data_bin, (name, task, arch, "label_smoothed_cross_entropy", []))
+    missing = [n for n, p in model.named_parameters() if p.grad is None]
+    assert missing == ["encoder.phrase_tag_classifier.weight", "encoder.phrase_tag_classifier.bias"]
+
+
+def gradients_of_one_batch(data_bin, system):
+    args = options.parse_args_and_arch(options.get_training_parser(), train_command(data_bin, "unused", system, 1)[1:])
+    task = tasks.setup_task(args)
+    task.load_dataset("train")
+    model, criterion = task.build_model(args), task.build_criterion(args)
+    ds = task.dataset("train")
+    loss, _, _ = criterion(model, ds.collater([ds[i] for i in range(8)]))
+    loss.backward()
+    return model
