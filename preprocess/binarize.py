@@ -45,6 +45,25 @@ class PhraseJob:
     style: str = "bpe"
     separator: str = "@@"
     lenient: bool = False
+    # Errors name the user's files, never one this tool wrote: text_path is the
+    # user's source when src_path is its segmentation (--bpe-codes; same lines),
+    # parsed says the trees are the parser's (--parser), so a tree error is
+    # reported at the source line it was parsed from.
+    text_path: Optional[str] = None
+    parsed: bool = False
+
+    @property
+    def src_name(self) -> str:
+        return self.text_path or self.src_path
+
+
+def _user_tree_error(job: PhraseJob, e: BadTree, src_no: int) -> BadTree:
+    """A tree error located in the user's files: as is for a tree file the user gave,
+    else at the source line (the tree file is the parser's output)."""
+    if not job.parsed:
+        return e
+    return BadTree(f"the parser's tree for this line is unusable: {e.message}", job.src_name, src_no,
+                   reason=e.reason)
 
 
 def process_chunk(job: PhraseJob, chunk) -> dict:
@@ -67,13 +86,16 @@ def process_chunk(job: PhraseJob, chunk) -> dict:
         try:
             words, counts = split_words(src_line, job.style, job.separator)
         except ValueError as e:
-            raise PreprocessError(str(e), job.src_path, src_no) from None
+            raise PreprocessError(str(e), job.src_name, src_no) from None
         try:
             if not words:
-                raise BadTree(f"empty line (its tree is {job.tree_path}:{tree_no})", job.src_path, src_no,
-                              reason="empty line")
-            top, leaves = parse_tree(tree_text, job.tree_path, tree_no, stats)
-            escaped += check_leaves(leaves, words, job.tree_path, tree_no, job.src_path, src_no)
+                raise BadTree("empty line" + ("" if job.parsed else f" (its tree is {job.tree_path}:{tree_no})"),
+                              job.src_name, src_no, reason="empty line")
+            try:
+                top, leaves = parse_tree(tree_text, job.tree_path, tree_no, stats)
+                escaped += check_leaves(leaves, words, job.tree_path, tree_no, job.src_name, src_no)
+            except BadTree as e:
+                raise _user_tree_error(job, e, src_no) from None
             levels = partition(top, k_levels)
         except BadTree as e:
             if not job.lenient:
@@ -246,14 +268,14 @@ def read_pairs(job: PhraseJob, chunk_size: int = CHUNK_SIZE) -> Iterator[list]:
             tree = next(trees, None)
             if tree is None:
                 raise PreprocessError(f"no tree for this line: {job.tree_path} has only {n - 1} trees",
-                                      job.src_path, n)
+                                      job.src_name, n)
             chunk.append((n, line, tree[0], tree[1]))
             if len(chunk) == chunk_size:
                 yield chunk
                 chunk = []
         extra = next(trees, None)
         if extra is not None:
-            raise PreprocessError(f"tree {n + 1} has no line: {job.src_path} has only {n} lines",
+            raise PreprocessError(f"tree {n + 1} has no line: {job.src_name} has only {n} lines",
                                   job.tree_path, extra[0])
         if chunk:
             yield chunk
@@ -274,21 +296,21 @@ def check_counts(job: PhraseJob) -> int:
         try:
             words, _ = split_words(line, job.style, job.separator)
         except ValueError as e:
-            raise PreprocessError(str(e), job.src_path, src_no) from None
+            raise PreprocessError(str(e), job.src_name, src_no) from None
         try:
             _, leaves = parse_tree(text, job.tree_path, tree_no)
-            check_leaves(leaves, words, job.tree_path, tree_no, job.src_path, src_no)
+            check_leaves(leaves, words, job.tree_path, tree_no, job.src_name, src_no)
         except BadTree as e:
-            first_bad = e
+            first_bad = _user_tree_error(job, e, src_no)
             break
-    msg = f"{job.tree_path} has {n_trees} trees but {job.src_path} has {n_lines} lines"
+    msg = f"{job.tree_path} has {n_trees} trees but {job.src_name} has {n_lines} lines"
     if first_bad is not None:
         raise PreprocessError(f"{msg}; the first tree that does not match its line: {first_bad.message}",
                               first_bad.path, first_bad.line)
     if n_trees > n_lines:
         raise PreprocessError(f"{msg}: this tree and the ones after it have no line", job.tree_path,
                               _tree_line(job.tree_path, n_lines + 1))
-    raise PreprocessError(f"{msg}: this line and the ones after it have no tree", job.src_path, n_trees + 1)
+    raise PreprocessError(f"{msg}: this line and the ones after it have no tree", job.src_name, n_trees + 1)
 
 
 def _pairs_up_to(job: PhraseJob, n: int):
@@ -313,13 +335,13 @@ def write_split(job: PhraseJob, out_prefix: str, report: SplitReport, tags: TagT
 
     On any error the partial files are removed and the error propagates.
     """
-    from tqdm import tqdm
+    from .progress import bar as progress_bar
 
     total = check_counts(job)
     writers = [PhraseFileWriter(phrase_prefix(out_prefix, k + 1)) for k in range(job.levels)]
     ntok = []
     try:
-        with tqdm(total=total, desc=f"phrases {report.name}", unit="sent", disable=not progress, leave=False) as bar:
+        with progress_bar(total=total, desc=f"phrases {report.name}", unit="sent", disable=not progress) as bar:
             for res in ordered_map(partial(process_chunk, job), read_pairs(job, chunk_size), workers):
                 all_tags = np.concatenate(res["tags"])
                 lut = tags.lookup(res["tag_names"], np.bincount(all_tags, minlength=len(res["tag_names"])), report)
@@ -331,7 +353,7 @@ def write_split(job: PhraseJob, out_prefix: str, report: SplitReport, tags: TagT
         if not sum(report.phrases):
             # fairseq cannot open an indexed dataset whose data file is empty (np.memmap refuses it)
             raise PreprocessError(f"no phrase at all in this split ({report.sentences} sentences, all empty?)",
-                                  job.src_path)
+                                  job.src_name)
         sizes = [w.finalize() for w in writers]
         if is_train and tags.dictionary is None:
             lut = tags.finish_train(report)
@@ -342,7 +364,7 @@ def write_split(job: PhraseJob, out_prefix: str, report: SplitReport, tags: TagT
             w.discard()
         raise
     return {"writers": writers, "ntok": np.concatenate(ntok) if ntok else np.zeros(0, dtype=np.int64),
-            "src_path": job.src_path}
+            "src_path": job.src_name}
 
 
 def verify_token_counts(token_prefix: str, written: dict):
@@ -353,8 +375,9 @@ def verify_token_counts(token_prefix: str, written: dict):
     del index
     ntok = written["ntok"]
     if len(sizes) != len(ntok):
-        raise PreprocessError(f"fairseq wrote {len(sizes)} sentences to {token_prefix}.bin "
-                              f"but {written['src_path']} has {len(ntok)} lines")
+        raise PreprocessError(f"fairseq-preprocess binarized {len(sizes)} lines of this file but the phrases were "
+                              f"written for {len(ntok)} (a line break the two readers split differently?)",
+                              written["src_path"])
     bad = np.flatnonzero(sizes != ntok)
     if len(bad):
         i = int(bad[0])

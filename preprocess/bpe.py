@@ -42,8 +42,8 @@ def _chunks(path: str, size: int = 2000):
 def apply_bpe(codes_path: str, in_path: str, out_path: str, separator: str = "@@", workers: int = 1,
               progress: bool = True, total: Optional[int] = None) -> int:
     """Segment ``in_path`` line by line into ``out_path``; return the number of lines."""
-    from tqdm import tqdm
     from .binarize import ordered_map
+    from .progress import bar as progress_bar
 
     if not os.path.exists(codes_path):
         raise PreprocessError("BPE codes file not found", codes_path)
@@ -54,8 +54,8 @@ def apply_bpe(codes_path: str, in_path: str, out_path: str, separator: str = "@@
                               codes_path) from None
     os.makedirs(os.path.dirname(os.path.abspath(out_path)), exist_ok=True)
     n = 0
-    with tqdm(total=total, desc=f"bpe {os.path.basename(in_path)}", unit="line", disable=not progress,
-              leave=False) as bar, open(out_path + ".partial", "w", encoding="utf-8") as out:
+    with progress_bar(total=total, desc=f"bpe {os.path.basename(in_path)}", unit="line",
+                      disable=not progress) as bar, open(out_path + ".partial", "w", encoding="utf-8") as out:
         for seg in ordered_map(_segment, _chunks(in_path), workers,
                                initializer=partial(_init, codes_path, separator)):
             out.writelines(seg)

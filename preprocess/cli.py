@@ -14,6 +14,7 @@ import shutil
 import sys
 
 from .errors import PreprocessError
+from .progress import end_line
 
 DESCRIPTION = ("Binarize a parallel corpus for fairseq (all fairseq-preprocess options apply) and write, for the "
                "source, the top-K syntactic phrase partitions of every sentence as phrase files "
@@ -204,10 +205,12 @@ def run(args) -> dict:
     tags = TagTable(Dictionary.load(args.tagdict) if args.tagdict else None)
     style = "bpe" if args.bpe_codes else args.subword_style
     reports, written = {}, {}
+    pref_of = dict(splits)
     try:
         for name, _ in splits:
             job = PhraseJob(src_path=f"{seg_prefix[name]}.{src}", tree_path=trees[name], levels=args.levels,
-                            style=style, separator=args.bpe_separator, lenient=args.lenient)
+                            style=style, separator=args.bpe_separator, lenient=args.lenient,
+                            text_path=f"{pref_of[name]}.{src}", parsed=not args.trees_suffix)
             reports[name] = SplitReport(name, args.levels, job.src_path, job.tree_path)
             out_prefix = fairseq_preprocess.dataset_dest_prefix(args, name, src)
             written[name] = write_split(job, out_prefix, reports[name], tags, args.workers, progress,
@@ -247,6 +250,8 @@ def run(args) -> dict:
                             for name, _ in splits},
         "tag_dictionary": tag_dict_path,
         "tags": len(tags.dictionary) - tags.dictionary.nspecial,
+        # the ids in the phrase files index these symbols: fairseq-train checks its tag dictionary against them
+        "tag_symbols": list(tags.dictionary.symbols),
         "lenient": args.lenient,
         "splits": {name: r.as_dict() for name, r in reports.items()},
     }
@@ -260,6 +265,7 @@ def main(argv=None):
     try:
         run(args)
     except PreprocessError as e:
+        end_line()  # the message gets a line of its own, not the end of a progress bar's
         print(f"mgsa-preprocess: error: {e}", file=sys.stderr)
         sys.exit(1)
 

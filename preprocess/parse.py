@@ -101,7 +101,7 @@ def parse_lines(parser, src_path: str, out_path: str, style: str = "bpe", separa
     An empty line stops the run before any parsing (it has no tree) unless
     ``lenient``, where it gets the empty tree ``()`` and is counted as repaired later.
     """
-    from tqdm import tqdm
+    from .progress import bar as progress_bar
 
     total = 0
     for lineno, words in read_words(src_path, style, separator, start, end):
@@ -111,7 +111,7 @@ def parse_lines(parser, src_path: str, out_path: str, style: str = "bpe", separa
         total += 1
     os.makedirs(os.path.dirname(os.path.abspath(out_path)), exist_ok=True)
     written = 0
-    with tqdm(total=total, desc=desc, unit="sent", disable=not progress, leave=False) as bar, \
+    with progress_bar(total=total, desc=desc, unit="sent", disable=not progress) as bar, \
             open(out_path + ".partial", "w", encoding="utf-8") as out:
         batch_words: List[List[str]] = []
 

@@ -205,30 +205,54 @@ def parse_tree(text: str, path: str = None, line: int = None,
     return root, leaves
 
 
-# Escapes that make a leaf differ from the word it stands for. PTB escapes
-# brackets as whole tokens; stanza's writer escapes them inside tokens as well.
-_BRACKET_ESCAPES = (("-LRB-", "("), ("-RRB-", ")"), ("-LCB-", "{"), ("-RCB-", "}"),
-                    ("-LSB-", "["), ("-RSB-", "]"))
-_QUOTES = {"``": '"', "''": '"'}
-# Moses' escape-special-chars; '&amp;' last so that '&amp;lt;' becomes '&lt;'.
-_MOSES_ESCAPES = (("&#124;", "|"), ("&lt;", "<"), ("&gt;", ">"), ("&apos;", "'"), ("&quot;", '"'),
-                  ("&#91;", "["), ("&#93;", "]"), ("&amp;", "&"))
+# Escapes that make a leaf differ from the word it stands for, scheme by scheme.
+# Each scheme maps plain text to an escaped form; files may carry any
+# composition of them in any order (a PTB tree of Moses-escaped text, Moses
+# escapes over PTB-tokenised text, stanza's writer over either):
+# * PTB brackets, whole tokens (-LRB-), and stanza's tree writer, which writes
+#   '(' and ')' inside any token as -LRB-/-RRB- (Tree.__format__);
+# * PTB quotes, whole tokens: " as `` or '', ' opening as `;
+# * PTB \/ and \* inside tokens;
+# * Moses' escape-special-chars (& | < > ' " [ ]) inside tokens;
+# * Moses' aggressive hyphen splitting (tokenizer -a), whole token: - as @-@.
+_BRACKETS = {"-LRB-": "(", "-RRB-": ")", "-LCB-": "{", "-RCB-": "}", "-LSB-": "[", "-RSB-": "]"}
+_BRACKET_RE = re.compile("|".join(map(re.escape, _BRACKETS)))
+_WHOLE_TOKENS = {"``": '"', "''": '"', "`": "'", "@-@": "-"}
+_MOSES = {"&amp;": "&", "&#124;": "|", "&lt;": "<", "&gt;": ">", "&apos;": "'", "&quot;": '"',
+          "&#91;": "[", "&#93;": "]"}
+_MOSES_RE = re.compile("|".join(map(re.escape, _MOSES)))
+_BACKSLASH_RE = re.compile(r"\\([/*])")
+_MAYBE_ESCAPED = re.compile(r"[&\\`'@]|-[LR][RCS]B-")
+
+
+def _unescape_once(tok: str) -> str:
+    tok = _WHOLE_TOKENS.get(tok, tok)
+    if "B-" in tok:
+        tok = _BRACKET_RE.sub(lambda m: _BRACKETS[m.group()], tok)
+    if "&" in tok:  # one left-to-right pass: '&amp;lt;' -> '&lt;'
+        tok = _MOSES_RE.sub(lambda m: _MOSES[m.group()], tok)
+    if "\\" in tok:
+        tok = _BACKSLASH_RE.sub(r"\1", tok)
+    return tok
 
 
 def canonical_token(tok: str) -> str:
-    """The plain text a leaf or a word stands for, for comparing the two."""
-    tok = _QUOTES.get(tok, tok)
-    if "B-" in tok:
-        for esc, ch in _BRACKET_ESCAPES:
-            tok = tok.replace(esc, ch)
-    if "&" in tok:
-        for esc, ch in _MOSES_ESCAPES:
-            tok = tok.replace(esc, ch)
-    if tok == "@-@":  # Moses' aggressive hyphen splitting (tokenizer -a): "a-b" -> "a @-@ b"
-        return "-"
-    if "\\" in tok:  # PTB's \/ and \*
-        tok = tok.replace("\\/", "/").replace("\\*", "*")
-    return tok
+    """The plain text a leaf or a word stands for, for comparing the two.
+
+    Escapes are undone until nothing changes: one scheme's output may be another
+    scheme's input (``''`` Moses-escaped is ``&apos;&apos;``, which must become
+    ``''`` and then ``"``), so a single pass in a fixed order misses compositions.
+    The price: a token that literally contains an escape (``&amp;`` as text, not
+    as an escape) compares equal to the character it escapes; nothing tells the
+    two apart once either file may have been escaped any number of times.
+    """
+    if not _MAYBE_ESCAPED.search(tok):  # the common case: nothing to undo
+        return tok
+    while True:
+        plain = _unescape_once(tok)
+        if plain == tok:
+            return tok
+        tok = plain
 
 
 def check_leaves(leaves: List[str], words: List[str], tree_path: str, tree_line: int,

@@ -9,6 +9,7 @@ from fairseq.data.indexed_dataset import MMapIndexedDatasetBuilder
 from fairseq_mgsa import MGSAError
 from fairseq_mgsa.data import PhrasePairDataset
 from fairseq_mgsa.modules import spans_to_partition
+from fairseq_mgsa.data import phrase_pair_dataset
 from fairseq_mgsa.data.phrase_pair_dataset import clip_phrases
 
 # three sentences (token ids without EOS) and two levels of phrases: (lengths, tags)
@@ -67,11 +68,15 @@ def test_sentence_count_mismatch_names_the_file(tmp_path):
         make_dataset(tmp_path, True, levels=[LEVELS[0], LEVELS[1][:2]])
 
 
-def test_token_length_mismatch_names_file_and_sentence(tmp_path):
+def test_token_length_mismatch_names_file_and_sentence(tmp_path, monkeypatch):
     bad = [LEVELS[0][0], ([3], [6]), LEVELS[0][2]]  # sentence 2 has 2 tokens, phrases cover 3
+    message = r"p\.syn1, sentence 2: the phrases cover 3 tokens but the source has 2"
+    with pytest.raises(MGSAError, match=message):  # when opened: a sample of sentences is checked
+        make_dataset(tmp_path, True, levels=[bad])
+    monkeypatch.setattr(phrase_pair_dataset, "CHECKED_AT_LOAD", 0)  # beyond the sample: at the first batch
     ds, _ = make_dataset(tmp_path, True, levels=[bad])
     ds[0]
-    with pytest.raises(MGSAError, match=r"p\.syn1, sentence 2: the phrases cover 3 tokens but the source has 2"):
+    with pytest.raises(MGSAError, match=message):
         ds[1]
 
 

@@ -20,7 +20,7 @@ from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask
 
 from ..data.inference_phrases import PhraseAnnotator
-from ..data.phrase_pair_dataset import PhrasePairDataset, add_phrases
+from ..data.phrase_pair_dataset import PhrasePairDataset, add_phrases, load_phrase_file
 from ..errors import MGSAError
 from ..modules.mgsa_encoder_layer import parse_granularities
 from ..modules.partition import SYNTACTIC
@@ -86,7 +86,7 @@ class MGSATranslationTask(TranslationTask):
                     raise MGSAError(f"{path}.bin/.idx not found: --phrase-levels {self.cfg.phrase_levels} "
                                     f"asks for {self.cfg.phrase_levels} levels")
                 break
-            levels.append(data_utils.load_indexed_dataset(path, None, self.cfg.dataset_impl))
+            levels.append(load_phrase_file(path, self.cfg.dataset_impl))
         return levels
 
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
@@ -115,7 +115,10 @@ class MGSATranslationTask(TranslationTask):
                            f"phrases are clipped at the same point")
         self.datasets[split] = PhrasePairDataset(
             self.datasets[split], levels, self.tag_dictionary.pad(), name=prefixes[0],
-            truncated=self.cfg.truncate_source)
+            # fairseq cuts sources at max_source_positions - 1 tokens plus EOS (load_langpair_dataset)
+            truncated=self.cfg.max_source_positions - 1 if self.cfg.truncate_source else False,
+            tag_dictionary=self.tag_dictionary,
+            tag_dictionary_path=tag_dictionary_path(utils.split_paths(self.cfg.data)[0], self.cfg.source_lang))
         logger.info(f"{split}: {num_levels} phrase levels from {prefixes[0]}.syn*")
         self.check_phrases(split)
 

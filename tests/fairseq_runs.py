@@ -1,0 +1,93 @@
+"""Shared by the tests that run fairseq's commands on a tiny syntactic corpus:
+the corpus (mgsa-preprocess with gold trees and subword-nmt BPE), tiny model options,
+the systems to train, and reading parameters back from checkpoints."""
+
+import os
+import re
+import socket
+import subprocess
+
+import torch
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+USER_DIR = os.path.join(ROOT, "fairseq_mgsa")
+TINY = ["--encoder-layers", "2", "--decoder-layers", "1", "--encoder-embed-dim", "16",
+        "--decoder-embed-dim", "16", "--encoder-ffn-embed-dim", "32", "--decoder-ffn-embed-dim", "32",
+        "--encoder-attention-heads", "4", "--decoder-attention-heads", "4"]
+NO_DROPOUT = ["--dropout", "0", "--attention-dropout", "0", "--activation-dropout", "0"]
+
+# (name, task, arch, criterion, extra options): the systems the multi-process and
+# resume tests train. The peers' architectures are added here as entries.
+SYSTEMS = [
+    ("ngram", "mgsa_translation", "mgsa_transformer", "label_smoothed_cross_entropy",
+     ["--mgsa-granularities", "word,ngram2,ngram3,ngram4"]),
+    ("syntactic-tag0.001", "mgsa_translation", "mgsa_transformer_syntactic",
+     "label_smoothed_cross_entropy_with_phrase_tags", ["--phrase-tag-weight", "0.001"]),
+    ("syntactic-tag0", "mgsa_translation", "mgsa_transformer_syntactic",
+     "label_smoothed_cross_entropy_with_phrase_tags", ["--phrase-tag-weight", "0"]),
+]
+
+
+def make_data_bin(tmp, n_train=160, seed=5, bpe_symbols=40):
+    """A tiny corpus with 3 phrase levels, binarized by mgsa-preprocess (in process)."""
+    from subword_nmt.learn_bpe import learn_bpe
+
+    from preprocess.cli import main as mgsa_preprocess
+    from preprocess.synthetic import write_corpus
+
+    raw = tmp / "raw"
+    os.makedirs(tmp, exist_ok=True)
+    write_corpus(str(raw), (("train", n_train), ("valid", 16)), seed=seed)
+    with open(raw / "train.src") as src, open(raw / "train.tgt") as tgt, open(tmp / "codes", "w") as out:
+        learn_bpe(list(src) + list(tgt), out, num_symbols=bpe_symbols)
+    mgsa_preprocess(["--source-lang", "src", "--target-lang", "tgt", "--trainpref", str(raw / "train"),
+                     "--validpref", str(raw / "valid"), "--trees-suffix", "tree", "--levels", "3",
+                     "--bpe-codes", str(tmp / "codes"), "--destdir", str(tmp / "data-bin"),
+                     "--joined-dictionary", "--workers", "1", "--no-progress-bar"])
+    return tmp / "data-bin"
+
+
+def train_command(data_bin, save_dir, system, max_update, extra=()):
+    _, task, arch, criterion, options = system
+    return ["fairseq-train", str(data_bin), "--user-dir", USER_DIR, "--task", task, "--arch", arch, *TINY,
+            *options, "--criterion", criterion, "--label-smoothing", "0.1", "--optimizer", "adam",
+            "--lr", "1e-3", "--max-tokens", "400", "--max-update", str(max_update), "--save-dir", str(save_dir),
+            "--no-progress-bar", "--log-format", "simple", "--log-interval", "1", "--cpu", "--seed", "7",
+            "--num-workers", "0", *extra]
+
+
+def env():
+    e = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return e
+
+
+def run(cmd, cwd):
+    proc = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env())
+    assert proc.returncode == 0, f"{' '.join(cmd)} failed:\n{proc.stdout[-4000:]}"
+    return proc.stdout
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def model_params(checkpoint):
+    state = torch.load(checkpoint, map_location="cpu", weights_only=False)
+    return {k: v.float() for k, v in state["model"].items()}
+
+
+def train_log(log):
+    """{update: {figure: value}} from fairseq's per-update training lines (--log-interval 1)."""
+    out = {}
+    for line in log.splitlines():
+        if "| train_inner |" in line:
+            figures = dict(re.findall(r"(\w+)=([^,\s]+)", line))
+            out[int(figures["num_updates"])] = figures
+    return out
+
+
+def max_difference(a, b):
+    assert a.keys() == b.keys()
+    return max((a[k] - b[k]).abs().max().item() for k in a)
