@@ -9,6 +9,8 @@ import subprocess
 
 import torch
 
+from fairseq_mgsa import systems as registry
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 USER_DIR = os.path.join(ROOT, "fairseq_mgsa")
 TINY = ["--encoder-layers", "2", "--decoder-layers", "1", "--encoder-embed-dim", "16",
@@ -16,16 +18,14 @@ TINY = ["--encoder-layers", "2", "--decoder-layers", "1", "--encoder-embed-dim",
         "--encoder-attention-heads", "4", "--decoder-attention-heads", "4"]
 NO_DROPOUT = ["--dropout", "0", "--attention-dropout", "0", "--activation-dropout", "0"]
 
-# (name, task, arch, criterion, extra options): the systems the multi-process and
-# resume tests train. The peers' architectures are added here as entries.
-SYSTEMS = [
-    ("ngram", "mgsa_translation", "mgsa_transformer", "label_smoothed_cross_entropy",
-     ["--mgsa-granularities", "word,ngram2,ngram3,ngram4"]),
-    ("syntactic-tag0.001", "mgsa_translation", "mgsa_transformer_syntactic",
-     "label_smoothed_cross_entropy_with_phrase_tags", ["--phrase-tag-weight", "0.001"]),
-    ("syntactic-tag0", "mgsa_translation", "mgsa_transformer_syntactic",
-     "label_smoothed_cross_entropy_with_phrase_tags", ["--phrase-tag-weight", "0"]),
-]
+# (name, task, arch, criterion, extra options): every system of the registry
+# (fairseq_mgsa/systems.py) at base architecture with the TINY dimensions above, and
+# syntactic MG-SA once more with the tag loss at weight 0 (which must still reach every
+# parameter, for DDP).
+SYSTEMS = [(s.name, s.task, s.arch("base"), s.criterion, [*s.model_args, *s.criterion_args])
+           for s in registry.SYSTEMS.values()]
+SYSTEMS.append(("mgsa_syntactic-tag0", *next(s for s in SYSTEMS if s[0] == "mgsa_syntactic")[1:4],
+                ["--phrase-tag-weight", "0"]))
 
 
 def make_data_bin(tmp, n_train=160, seed=5, bpe_symbols=40):

@@ -50,7 +50,13 @@ def train_two_processes(data_bin, save, system):
     return logs[0]  # rank 0 logs the figures summed over both ranks
 
 
-@pytest.mark.parametrize("system", SYSTEMS, ids=[s[0] for s in SYSTEMS])
+# MG-SA's systems and one of each peer in the default suite (about 25 s each); the other
+# registered systems with `make test-slow`.
+DEFAULT = ("mgsa_ngram", "mgsa_syntactic", "mgsa_syntactic-tag0", "pba_interleaved_queryk", "hysan")
+
+
+@pytest.mark.parametrize("system", [s if s[0] in DEFAULT else pytest.param(s, marks=pytest.mark.slow)
+                                    for s in SYSTEMS], ids=[s[0] for s in SYSTEMS])
 def test_two_processes_equal_one_process_with_update_freq_2(data_bin, tmp_path, system):
     ddp_log = train_two_processes(data_bin, tmp_path / "ddp", system)
     assert "distributed init (rank 0)" in ddp_log, ddp_log[-3000:]

@@ -20,7 +20,7 @@ import torch
 from fairseq_runs import SYSTEMS, env, make_data_bin, model_params, run, train_command, train_log
 
 K, N = 4, 7  # killed after update K's checkpoint; compared at update N
-SYNTACTIC = next(s for s in SYSTEMS if s[0] == "syntactic-tag0.001")
+SYNTACTIC = next(s for s in SYSTEMS if s[0] == "mgsa_syntactic")
 OPTIONS = ["--dropout", "0.1", "--attention-dropout", "0.1", "--mgsa-interaction", "onlstm",
            "--save-interval-updates", str(K), "--no-epoch-checkpoints"]
 FIGURES = ("loss", "nll_loss", "tag_loss", "tag_accuracy", "gnorm", "wpb", "bsz")

@@ -85,7 +85,7 @@ def test_layers_and_global_only_stacks(model):
     (["--hysan-encoder-branches", "global,local0"], "local branch 'local0' has radius 0, expected K >= 1"),
     (["--hysan-encoder-branches", "global,left"], "unknown HySAN branch 'left'"),
     (["--hysan-encoder-layers", "1,3"], "--hysan-encoder-layers '1,3': layer 3 is out of range"),
-    (["--hysan-gate-reduction", "32"], "--hysan-gate-reduction 32: expected 1 <= r <= 16"),
+    (["--hysan-gate-reduction", "0"], "--hysan-gate-reduction 0: expected r >= 1"),
     (["--cross-self-attention"], "--cross-self-attention: HySAN decoder branches need"),
 ])
 def test_bad_options_stop_at_argument_parsing(extra, message):

@@ -3,7 +3,7 @@
     add:     f = sum_i O_i                                  no parameters
     concat:  f = H([O_1; ...; O_l]),  H: Linear(l*d -> d)   the paper's dimension-reducing layer
     gate:    f = sum_i SG_i(O_i) * O_i                       "gated sum", elementwise
-    SG(x) = sigmoid(f2(ReLU(f1(x)))),  f1: Linear(d -> d/r), f2: Linear(d/r -> d)   (eq. 13)
+    SG(x) = sigmoid(f2(ReLU(f1(x)))),  f1: Linear(d -> max(1, d/r)), f2: back to d   (eq. 13)
 
 Each branch has its own squeeze gate SG_i unless `shared` (one SG per layer).
 """
@@ -24,9 +24,11 @@ class SqueezeGate(nn.Module):
 
     def __init__(self, dim: int, reduction: int):
         super().__init__()
-        if not 1 <= reduction <= dim:
-            raise MGSAError(f"HySAN squeeze gate: reduction ratio {reduction} outside 1..{dim} (the width)")
-        hidden = dim // reduction
+        if reduction < 1:
+            raise MGSAError(f"HySAN squeeze gate: reduction ratio {reduction}, expected r >= 1")
+        # at least one hidden unit when the width is below r (small test models), as
+        # squeeze-and-excitation implementations do
+        hidden = max(1, dim // reduction)
         self.f1 = nn.Linear(dim, hidden)
         self.f2 = nn.Linear(hidden, dim)
 
