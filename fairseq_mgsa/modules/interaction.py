@@ -21,7 +21,7 @@ initialisation, the ON-LSTM the layout of Shen et al.'s gates (master f, master 
 """
 
 import math
-from typing import List, Optional, Tuple
+from typing import List, Tuple
 
 import torch
 import torch.nn as nn
@@ -33,23 +33,6 @@ from ..errors import MGSAError
 
 def cumax(x: Tensor) -> Tensor:
     return torch.cumsum(F.softmax(x, dim=-1), dim=-1)
-
-
-def grouped_linear(x: Tensor, weight: Tensor, bias: Optional[Tensor], max_phrases: List[int]) -> Tensor:
-    """Gr x B x P x O: granularity j's linear map (weight[j]: O x C, bias[j]: O) on its phrase
-    slots of x (Gr x B x P x C). Only the first max_phrases[j] slots are computed (the rest
-    of P is padding, left 0), so the arithmetic is that of separate maps; when every
-    granularity fills P it is one batched product."""
-    Gr, B, P, C = x.shape
-    if all(p == P for p in max_phrases):
-        w = weight.transpose(1, 2)
-        out = torch.bmm(x.reshape(Gr, B * P, C), w) if bias is None else \
-            torch.baddbmm(bias.unsqueeze(1), x.reshape(Gr, B * P, C), w)
-        return out.view(Gr, B, P, -1)
-    # unbind, not indexing: its backward is one stack, where each select's fills a zero tensor
-    biases = [None] * Gr if bias is None else bias.unbind(0)
-    return torch.stack([F.pad(F.linear(x_j[:, :p], w, b), (0, 0, 0, P - p))
-                        for x_j, w, b, p in zip(x.unbind(0), weight.unbind(0), biases, max_phrases)])
 
 
 def phases(max_phrases: List[int]) -> List[Tuple[int, Tuple[int, int]]]:
@@ -92,28 +75,35 @@ class StackedRecurrence(nn.Module):
         nn.init.uniform_(self.bias_out, -bound, bound)
 
     def forward(self, g: Tensor, max_phrases: List[int]) -> Tensor:
-        """g: Gr x B x P x C; max_phrases: phrase count P_g of each granularity (P = the largest)."""
+        """g: Gr x B x P x C; max_phrases: phrase count P_g of each granularity (P = the largest).
+        Returns Gr x B x P x C; a granularity's slots past its phrase count are 0."""
         Gr, B, P, C = g.shape
-        x_gates = grouped_linear(g, self.weight_ih, self.bias_ih, max_phrases)  # Gr x B x P x gates, all steps
-        w_hh = self.weight_hh.transpose(1, 2)  # Gr x D x gates
+        w_ih, w_hh, w_out = (w.transpose(1, 2) for w in (self.weight_ih, self.weight_hh, self.weight_out))
+        b_ih, b_out = self.bias_ih.unsqueeze(1), self.bias_out.unsqueeze(1)
         h = c = None  # zero initial state: the first step skips the products with it
-        pieces, (lo, hi) = [], (0, Gr)
-        steps = phases(max_phrases)
-        # the steps of each phase, split once (split's backward is one cat)
-        x_phases = x_gates.split([end - start for start, (end, _) in zip([0] + [e for e, _ in steps], steps)], dim=2)
-        for (end, (new_lo, new_hi)), x_phase in zip(steps, x_phases):
+        pieces, start, (lo, hi) = [], 0, (0, Gr)
+        for end, (new_lo, new_hi) in phases(max_phrases):
             if h is not None:  # granularities that have ended leave the block
                 h, c = h[new_lo - lo:new_hi - lo], c[new_lo - lo:new_hi - lo]
             lo, hi = new_lo, new_hi
-            w, outputs = (w_hh if (lo, hi) == (0, Gr) else w_hh[lo:hi]), []  # sliced once per phase
-            for x_t in (x_phase if (lo, hi) == (0, Gr) else x_phase[lo:hi]).unbind(2):
+            n, steps = hi - lo, end - start
+
+            def block(t: Tensor) -> Tensor:  # the running granularities' rows
+                return t if (lo, hi) == (0, Gr) else t[lo:hi]
+
+            # input projection of the phase's steps at once: n x B x steps x gates
+            x = g[:, :, start:end] if (lo, hi) == (0, Gr) else g[lo:hi, :, start:end]
+            x_gates = torch.baddbmm(block(b_ih), x.reshape(n, B * steps, C), block(w_ih)).view(n, B, steps, -1)
+            w, outputs = block(w_hh), []
+            for x_t in x_gates.unbind(2):
                 gates = x_t if h is None else torch.baddbmm(x_t, h, w)
                 h, c = self.cell(gates, c)
                 outputs.append(h)
-            out = torch.stack(outputs, dim=2)  # (hi - lo) x B x steps x D
+            states = torch.stack(outputs, dim=2).view(n, B * steps, self.dim)
+            out = torch.baddbmm(block(b_out), states, block(w_out)).view(n, B, steps, C)
             pieces.append(out if (lo, hi) == (0, Gr) else F.pad(out, (0, 0, 0, 0, 0, 0, lo, Gr - hi)))
-        h = pieces[0] if len(pieces) == 1 else torch.cat(pieces, dim=2)  # Gr x B x P x D
-        return grouped_linear(h, self.weight_out, self.bias_out, max_phrases)
+            start = end
+        return pieces[0] if len(pieces) == 1 else torch.cat(pieces, dim=2)
 
     def cell(self, gates: Tensor, c):
         raise NotImplementedError

@@ -29,7 +29,6 @@ from torch import Tensor
 from ..errors import MGSAError
 
 from .partition import NGRAM, SYNTACTIC, Partition
-from .interaction import grouped_linear
 from .phrase_memory import PhraseMemory
 
 
@@ -81,7 +80,6 @@ class MultiGranularitySelfAttention(MultiheadAttention):
         self.phrase_groups = [i for i, g in enumerate(self.granularities) if g != "word"]
         memories = [self._phrase_granularities.index(self.granularities[i]) for i in self.phrase_groups]
         self.memories_in_order = memories == list(range(len(memories)))
-        self.phrase_group_memories = memories
         self.register_buffer("phrase_group_memory", torch.tensor(memories, dtype=torch.long), persistent=False)
         order = self.word_groups + self.phrase_groups
         self.groups_in_order = order == list(range(len(order)))
@@ -130,13 +128,11 @@ class MultiGranularitySelfAttention(MultiheadAttention):
             for j, (g, part) in enumerate(zip(self._phrase_granularities, parts)):
                 composed[g] = (g_m[j, :, :part.max_phrases], part)  # B x P_g x C
             num_phrases = torch.stack([p.num_phrases for p in parts], dim=1)  # B x Gr
-            max_phrases = [p.max_phrases for p in parts]
             if not self.memories_in_order:
                 h_g = h_g.index_select(0, self.phrase_group_memory)
                 num_phrases = num_phrases.index_select(1, self.phrase_group_memory)
-                max_phrases = [max_phrases[j] for j in self.phrase_group_memories]
-            k.append(self.project_phrases(self.k_proj, h_g, max_phrases, T))
-            v.append(self.project_phrases(self.v_proj, h_g, max_phrases, T))
+            k.append(self.project_phrases(self.k_proj, h_g, T))
+            v.append(self.project_phrases(self.v_proj, h_g, T))
             keep.append(torch.arange(T, device=x.device) < num_phrases.unsqueeze(-1))  # B x Gp x T
         k, v = concat(k, dim=2), concat(v, dim=2)  # B x T x G x e
         if not self.groups_in_order:
@@ -160,12 +156,17 @@ class MultiGranularitySelfAttention(MultiheadAttention):
         w, b = self.group_rows(proj, self.word_groups)
         return F.linear(x, w.reshape(-1, C), None if b is None else b.reshape(-1)).view(B, T, len(self.word_groups), -1)
 
-    def project_phrases(self, proj: nn.Linear, h_g: Tensor, max_phrases: List[int], T: int) -> Tensor:
+    def project_phrases(self, proj: nn.Linear, h_g: Tensor, T: int) -> Tensor:
         """B x T x Gp x e: each phrase group's rows of W_K or W_V on its phrase memory
-        (Gp x B x P x C), phrase slots padded from P to T."""
-        P = h_g.size(2)
+        (Gp x B x P x C) in one batched product, phrase slots padded from P to T. (A granularity
+        with fewer than P phrases has its padding slots projected too: per-granularity products
+        would save those FLOPs but cost more operations than they save on a CPU, see
+        benchmarks/profile_mgsa_layer.py.)"""
+        Gp, B, P, C = h_g.shape
         w, b = self.group_rows(proj, self.phrase_groups)  # Gp x e x C, Gp x e
-        out = grouped_linear(h_g, w, b, max_phrases).permute(1, 2, 0, 3)  # B x P x Gp x e
+        src = h_g.reshape(Gp, B * P, C)
+        out = torch.bmm(src, w.transpose(1, 2)) if b is None else torch.baddbmm(b.unsqueeze(1), src, w.transpose(1, 2))
+        out = out.view(Gp, B, P, -1).permute(1, 2, 0, 3)  # B x P x Gp x e
         return F.pad(out, (0, 0, 0, 0, 0, T - P))
 
     def group_rows(self, proj: nn.Linear, groups: List[int]):
