@@ -11,11 +11,13 @@ The module subclasses fairseq's MultiheadAttention so that W_Q, W_K, W_V, W_O, t
 initialisation and their checkpoint names are fairseq's own: with only `word`
 granularities it is ordinary multi-head attention.
 
-All head groups attend in one call: the keys and values of every group are computed by
-one batched product (W_K, W_V viewed as one block per group), over a memory of T slots
-per group (the words, or the phrase memory of the group's granularity padded from P <= T
-phrases to T), each group masked to its own memory. Attention costs what fairseq's does
-at the same length.
+All head groups attend in one call, over a memory of T slots per group (the words, or
+the phrase memory of the group's granularity padded from P <= T phrases to T), each group
+masked to its own memory: attention costs what fairseq's does at the same length. The keys
+and values come from the groups' row blocks of W_K and W_V: one product for the word
+groups, one batched product for the phrase groups. Those blocks are read from the weights
+directly, so with quantization noise (--quant-noise-pq, a forward pre-hook of fairseq's)
+k_proj and v_proj are also called, on an empty batch, for their hooks to run.
 """
 
 from typing import Dict, List, Optional, Tuple
@@ -81,6 +83,9 @@ class MultiGranularitySelfAttention(MultiheadAttention):
         memories = [self._phrase_granularities.index(self.granularities[i]) for i in self.phrase_groups]
         self.memories_in_order = memories == list(range(len(memories)))
         self.register_buffer("phrase_group_memory", torch.tensor(memories, dtype=torch.long), persistent=False)
+        self.register_buffer("word_group_index", torch.tensor(self.word_groups, dtype=torch.long), persistent=False)
+        self.register_buffer("phrase_group_index", torch.tensor(self.phrase_groups, dtype=torch.long),
+                             persistent=False)
         order = self.word_groups + self.phrase_groups
         self.groups_in_order = order == list(range(len(order)))
         self.register_buffer("group_order", torch.tensor(order, dtype=torch.long).argsort(), persistent=False)
@@ -177,7 +182,7 @@ class MultiGranularitySelfAttention(MultiheadAttention):
         if groups == list(range(groups[0], groups[0] + len(groups))):  # a block of groups: a view
             rows = slice(groups[0], groups[0] + len(groups))
             return w[rows], None if b is None else b[rows]
-        idx = torch.tensor(groups, device=w.device)
+        idx = self.word_group_index if groups is self.word_groups else self.phrase_group_index
         return w.index_select(0, idx), None if b is None else b.index_select(0, idx)
 
     def upgrade_state_dict_named(self, state_dict, name):
