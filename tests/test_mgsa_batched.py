@@ -221,9 +221,11 @@ def old_layout(state_dict, prefix, granularities, rng):
         "composition.k_weight": "composition.k_proj.weight", "composition.k_bias": "composition.k_proj.bias",
         "interaction.weight_out": "interaction.out_proj.weight", "interaction.bias_out": "interaction.out_proj.bias",
     }
-    onlstm = {"interaction.weight_ih": "interaction.onlstm.ih.weight", "interaction.bias_ih": "interaction.onlstm.ih.bias",
+    onlstm = {"interaction.weight_ih": "interaction.onlstm.ih.weight",
+              "interaction.bias_ih": "interaction.onlstm.ih.bias",
               "interaction.weight_hh": "interaction.onlstm.hh.weight"}
-    lstm = {"interaction.weight_ih": "interaction.lstm.weight_ih_l0", "interaction.weight_hh": "interaction.lstm.weight_hh_l0"}
+    lstm = {"interaction.weight_ih": "interaction.lstm.weight_ih_l0",
+            "interaction.weight_hh": "interaction.lstm.weight_hh_l0"}
     is_lstm = state_dict[prefix + "phrase_memory.interaction.weight_ih"].size(1) == 4 * \
         state_dict[prefix + "phrase_memory.interaction.weight_hh"].size(2)
     out = {}
