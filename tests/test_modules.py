@@ -10,8 +10,8 @@ from fairseq.modules import MultiheadAttention
 from fairseq_mgsa.modules import (
     LSTMComposition,
     MaxPoolComposition,
+    ONLSTMInteraction,
     MultiGranularitySelfAttention,
-    ONLSTM,
     PhraseMemory,
     SANComposition,
     ngram_partition,
@@ -88,7 +88,7 @@ def phrases_of(x, mask, part):
 
 def test_maxpool_composition_equals_plain_max():
     x, mask, part, index, S = flat_inputs()
-    g = MaxPoolComposition()(x.reshape(-1, x.size(-1)), index, S)
+    g = MaxPoolComposition()(x.reshape(-1, x.size(-1)), index.unsqueeze(0), S)[0]
     P = part.max_phrases
     for (b, p), tokens in phrases_of(x, mask, part).items():
         torch.testing.assert_close(g[b * P + p], tokens.max(dim=0).values)
@@ -96,12 +96,12 @@ def test_maxpool_composition_equals_plain_max():
 
 def test_san_composition_equals_plain_attention():
     x, mask, part, index, S = flat_inputs()
-    comp = SANComposition(x.size(-1), 4)
-    g = comp(x.reshape(-1, x.size(-1)), index, S)
+    comp = SANComposition(1, x.size(-1), 4)
+    g = comp(x.reshape(-1, x.size(-1)), index.unsqueeze(0), S)[0]
     P = part.max_phrases
     for (b, p), tokens in phrases_of(x, mask, part).items():
-        q = comp.q_proj(tokens.max(dim=0).values)
-        k = comp.k_proj(tokens)
+        q = tokens.max(dim=0).values @ comp.q_weight[0].t() + comp.q_bias[0]
+        k = tokens @ comp.k_weight[0].t() + comp.k_bias[0]
         w = torch.softmax(k @ q / math.sqrt(4), dim=0)
         torch.testing.assert_close(g[b * P + p], w @ tokens)
 
@@ -116,13 +116,14 @@ def test_lstm_composition_equals_lstm_run_per_phrase():
         torch.testing.assert_close(g[b * P + p], comp.out_proj(h[0, 0]), atol=1e-5, rtol=1e-5)
 
 
-def reference_onlstm(cell: ONLSTM, x):
-    """ON-LSTM (Shen et al. 2019) written step by step for one sequence, neuron by neuron for the gates."""
-    H, cs, nc = cell.hidden_dim, cell.chunk_size, cell.n_chunks
+def reference_onlstm(cell: ONLSTMInteraction, j, x):
+    """ON-LSTM (Shen et al. 2019) of granularity j written step by step for one sequence,
+    neuron by neuron for the gates (states, before the output map)."""
+    H, cs, nc = cell.dim, cell.chunk_size, cell.n_chunks
     h, c = torch.zeros(H), torch.zeros(H)
     outs = []
     for t in range(x.size(0)):
-        z = cell.ih.weight @ x[t] + cell.ih.bias + cell.hh.weight @ h
+        z = cell.weight_ih[j] @ x[t] + cell.bias_ih[j] + cell.weight_hh[j] @ h
         mf, mi = z[:nc], z[nc:2 * nc]
         o, f, i, u = z[2 * nc:].split(H)
         pf, pi = torch.softmax(mf, 0), torch.softmax(mi, 0)
@@ -141,11 +142,13 @@ def reference_onlstm(cell: ONLSTM, x):
 
 @pytest.mark.parametrize("chunk_size", [1, 2, 4])
 def test_onlstm_equals_step_by_step_reference(chunk_size):
-    cell = ONLSTM(6, 8, chunk_size)
-    x = torch.randn(2, 5, 6)
-    out = cell(x)
-    for b in range(2):
-        torch.testing.assert_close(out[b], reference_onlstm(cell, x[b]), atol=1e-5, rtol=1e-5)
+    cell = ONLSTMInteraction(2, 6, 8, chunk_size)
+    x = torch.randn(2, 2, 5, 6)
+    out = cell(x, [5, 5])
+    for j in range(2):
+        for b in range(2):
+            expected = reference_onlstm(cell, j, x[j, b]) @ cell.weight_out[j].t() + cell.bias_out[j]
+            torch.testing.assert_close(out[j, b], expected, atol=1e-5, rtol=1e-5)
 
 
 def test_word_only_mgsa_equals_fairseq_multihead_attention():
@@ -199,15 +202,15 @@ def test_gradients_reach_every_parameter(composition, interaction):
 
 def test_phrase_memory_ignores_padding_phrases():
     """Interaction runs over right-padded phrase slots; a real phrase must not see them."""
-    mem = PhraseMemory(8, 4, "san", "onlstm", 2)
+    mem = PhraseMemory(1, 8, 4, "san", "onlstm", 2)
     mask = padding_mask([7, 3], left=True)
     part = ngram_partition(mask, 2)
     x = torch.randn(2, 7, 8)
-    h_batch, _ = mem(x, part)
+    h_batch, _ = mem(x, [part])
     alone_mask = torch.zeros(1, 3, dtype=torch.bool)
-    h_alone, _ = mem(x[1:, 4:], ngram_partition(alone_mask, 2))
+    h_alone, _ = mem(x[1:, 4:], [ngram_partition(alone_mask, 2)])
     n = int(part.num_phrases[1])
-    torch.testing.assert_close(h_batch[1, :n], h_alone[0, :n], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(h_batch[0, 1, :n], h_alone[0, 0, :n], atol=1e-5, rtol=1e-5)
 
 
 @pytest.mark.parametrize("spec,error", [

@@ -1,5 +1,5 @@
-from .composition import LSTMComposition, MaxPoolComposition, SANComposition
-from .interaction import LSTMInteraction, ONLSTM, ONLSTMInteraction
+from .composition import LSTMComposition, LSTMCompositions, MaxPoolComposition, SANComposition
+from .interaction import LSTMInteraction, ONLSTMInteraction
 from .mgsa_encoder_layer import MGSAEncoderLayer
 from .multi_granularity_attention import MultiGranularitySelfAttention
 from .partition import Partition, ngram_partition, spans_to_partition

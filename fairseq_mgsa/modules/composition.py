@@ -1,12 +1,14 @@
 """Phrase composition COM(p_m) -> g_m: one vector per phrase from its tokens.
 
-All three strategies of the paper work on the flat token axis with scatter
-operations keyed by the partition (no padding to the longest phrase, no Python loop
-over sentences or phrases):
+The phrases of every granularity of a layer are composed at once: each granularity has
+its own weights (stacked along a leading granularity axis) and its own slots, and the
+strategies work on the flat token axis with scatter operations keyed by the partitions
+(no padding to the longest phrase, no Python loop over sentences, phrases or, but for
+the LSTM, granularities):
 
-    x      N x C   tokens of the batch, N = B * T
-    index  N       global phrase slot of each token (b * P + phrase), padding -> B * P
-    out    S x C   S = B * P + 1 slots; the last one collects padding and is dropped
+    x      N x C        tokens of the batch, N = B * T (shared by all granularities)
+    index  Gr x N       slot of each token in its granularity (b * P + phrase), padding -> S - 1
+    out    Gr x S x C   S = B * P + 1 slots per granularity; the last collects padding
 """
 
 import math
@@ -38,32 +40,55 @@ def segment_softmax(scores: Tensor, index: Tensor, num_slots: int) -> Tensor:
     return e / segment_sum(e, index, num_slots)[index]
 
 
+def flat_slots(index: Tensor, num_slots: int) -> Tensor:
+    """Gr x N slots per granularity -> Gr * N slots in one axis of Gr * num_slots (dim-0 scatter
+    over a flat index is much faster than along dim 1 of a Gr x N index)."""
+    offsets = torch.arange(0, index.size(0) * num_slots, num_slots, device=index.device)
+    return (index + offsets.unsqueeze(1)).view(-1)
+
+
 class MaxPoolComposition(nn.Module):
     """The paper's CNN composition: max-pooling over the phrase's tokens, no parameters."""
 
     def forward(self, x: Tensor, index: Tensor, num_slots: int) -> Tensor:
-        return segment_max(x, index, num_slots)
+        G, (N, C) = index.size(0), x.shape
+        xs = x.expand(G, N, C).reshape(G * N, C)  # the tokens once per granularity
+        return segment_max(xs, flat_slots(index, num_slots), G * num_slots).view(G, num_slots, C)
 
 
 class SANComposition(nn.Module):
     """The max-pooled phrase vector queries an attention over the phrase's own tokens.
 
     Queries and keys are projected to `dim` (the width of the granularity's heads);
-    values are the tokens themselves, so g_m stays in the model's space.
+    values are the tokens themselves, so g_m stays in the model's space. One (W_q, W_k)
+    pair per granularity.
     """
 
-    def __init__(self, embed_dim: int, dim: int):
+    def __init__(self, num_granularities: int, embed_dim: int, dim: int):
         super().__init__()
-        self.q_proj = nn.Linear(embed_dim, dim)
-        self.k_proj = nn.Linear(embed_dim, dim)
+        G = num_granularities
+        self.q_weight = nn.Parameter(torch.empty(G, dim, embed_dim))
+        self.q_bias = nn.Parameter(torch.empty(G, dim))
+        self.k_weight = nn.Parameter(torch.empty(G, dim, embed_dim))
+        self.k_bias = nn.Parameter(torch.empty(G, dim))
         self.scaling = dim ** -0.5
+        bound = 1 / math.sqrt(embed_dim)  # as the nn.Linear(embed_dim, dim) of each granularity
+        for w in self.parameters():
+            nn.init.uniform_(w, -bound, bound)
 
     def forward(self, x: Tensor, index: Tensor, num_slots: int) -> Tensor:
-        q = self.q_proj(segment_max(x, index, num_slots)) * self.scaling  # S x D
-        k = self.k_proj(x)  # N x D
-        scores = (q[index] * k).sum(dim=-1)  # N: each token against its own phrase's query
-        weights = segment_softmax(scores, index, num_slots)
-        return segment_sum(weights.unsqueeze(-1) * x, index, num_slots)
+        G, D = self.q_weight.shape[:2]
+        N, C = x.shape
+        flat, S = flat_slots(index, num_slots), G * num_slots
+        xs = x.expand(G, N, C).reshape(G * N, C)  # the tokens once per granularity
+        pooled = segment_max(xs, flat, S).view(G, num_slots, C)
+        q = torch.baddbmm(self.q_bias.unsqueeze(1), pooled, self.q_weight.transpose(1, 2)) * self.scaling
+        # every granularity's keys in one product: N x Gr*D -> Gr*N x D
+        k = nn.functional.linear(x, self.k_weight.view(G * D, C), self.k_bias.view(G * D))
+        k = k.view(N, G, D).transpose(0, 1).reshape(G * N, D)
+        scores = (q.view(S, D)[flat] * k).sum(dim=-1)  # Gr*N: each token against its own phrase's query
+        weights = segment_softmax(scores, flat, S)
+        return segment_sum(weights.unsqueeze(-1) * xs, flat, S).view(G, num_slots, C)
 
 
 class LSTMComposition(nn.Module):
@@ -71,7 +96,8 @@ class LSTMComposition(nn.Module):
 
     The phrases of the batch are packed directly into a PackedSequence (time-major,
     longest phrase first), so the fused LSTM kernel runs over all phrases at once
-    without padding them to the longest phrase.
+    without padding them to the longest phrase. nn.LSTM takes one weight set, so this
+    composition runs once per granularity.
     """
 
     def __init__(self, embed_dim: int, dim: int):
@@ -80,6 +106,7 @@ class LSTMComposition(nn.Module):
         self.out_proj = nn.Linear(dim, embed_dim)
 
     def forward(self, x: Tensor, index: Tensor, num_slots: int) -> Tensor:
+        """x: N x C, index: N (num_slots - 1 = padding). Returns num_slots x C."""
         real = index < num_slots - 1
         tok, slot = x[real], index[real]
         # offset of each token inside its phrase: tokens of a phrase are contiguous and in order
@@ -101,11 +128,22 @@ class LSTMComposition(nn.Module):
         return out.index_copy(0, phrase_ids, self.out_proj(h[0]))
 
 
-def build_composition(name: str, embed_dim: int, dim: int) -> nn.Module:
+class LSTMCompositions(nn.Module):
+    """One LSTMComposition per granularity, with the stacked compositions' interface."""
+
+    def __init__(self, num_granularities: int, embed_dim: int, dim: int):
+        super().__init__()
+        self.per_granularity = nn.ModuleList(LSTMComposition(embed_dim, dim) for _ in range(num_granularities))
+
+    def forward(self, x: Tensor, index: Tensor, num_slots: int) -> Tensor:
+        return torch.stack([comp(x, idx, num_slots) for comp, idx in zip(self.per_granularity, index)])
+
+
+def build_composition(name: str, num_granularities: int, embed_dim: int, dim: int) -> nn.Module:
     if name == "max":
         return MaxPoolComposition()
     if name == "san":
-        return SANComposition(embed_dim, dim)
+        return SANComposition(num_granularities, embed_dim, dim)
     if name == "lstm":
-        return LSTMComposition(embed_dim, dim)
+        return LSTMCompositions(num_granularities, embed_dim, dim)
     raise MGSAError(f"unknown phrase composition {name!r}: expected one of max, lstm, san")

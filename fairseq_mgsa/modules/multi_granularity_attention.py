@@ -10,6 +10,14 @@ its granularity instead of the words:
 The module subclasses fairseq's MultiheadAttention so that W_Q, W_K, W_V, W_O, their
 initialisation and their checkpoint names are fairseq's own: with only `word`
 granularities it is ordinary multi-head attention.
+
+All head groups attend in one call, over a memory of T slots per group (the words, or
+the phrase memory of the group's granularity padded from P <= T phrases to T), each group
+masked to its own memory: attention costs what fairseq's does at the same length. The keys
+and values come from the groups' row blocks of W_K and W_V: one product for the word
+groups, one batched product for the phrase groups. Those blocks are read from the weights
+directly, so with quantization noise (--quant-noise-pq, a forward pre-hook of fairseq's)
+k_proj and v_proj are also called, on an empty batch, for their hooks to run.
 """
 
 from typing import Dict, List, Optional, Tuple
@@ -24,6 +32,10 @@ from ..errors import MGSAError
 
 from .partition import NGRAM, SYNTACTIC, Partition
 from .phrase_memory import PhraseMemory
+
+
+def concat(tensors: List[Tensor], dim: int) -> Tensor:
+    return tensors[0] if len(tensors) == 1 else torch.cat(tensors, dim=dim)
 
 
 def check_granularity(name: str) -> None:
@@ -55,16 +67,32 @@ class MultiGranularitySelfAttention(MultiheadAttention):
             )
         self.granularities = list(granularities)
         self.heads_per_granularity = num_heads // len(granularities)
+        self.q_noise = kwargs.get("q_noise", 0.0)
         group_dim = self.heads_per_granularity * self.head_dim
-        # one phrase memory per distinct phrase granularity, shared by its head groups
-        self.phrase_memories = nn.ModuleDict({
-            g: PhraseMemory(embed_dim, group_dim, composition, interaction, onlstm_chunk_size)
-            for g in dict.fromkeys(self.granularities) if g != "word"
-        })
+        # one phrase memory per distinct phrase granularity, shared by its head groups; all
+        # of them built by one module with weights stacked over granularities
+        self._phrase_granularities = [g for g in dict.fromkeys(self.granularities) if g != "word"]
+        self.phrase_memory = PhraseMemory(
+            len(self._phrase_granularities), embed_dim, group_dim, composition, interaction, onlstm_chunk_size
+        ) if self._phrase_granularities else None
+        # head groups by memory: word groups' keys come from the words, phrase groups' from
+        # phrase memory j (an index into the stacked memories); `order` puts the concatenation
+        # [word groups, phrase groups] back in head order
+        self.word_groups = [i for i, g in enumerate(self.granularities) if g == "word"]
+        self.phrase_groups = [i for i, g in enumerate(self.granularities) if g != "word"]
+        memories = [self._phrase_granularities.index(self.granularities[i]) for i in self.phrase_groups]
+        self.memories_in_order = memories == list(range(len(memories)))
+        self.register_buffer("phrase_group_memory", torch.tensor(memories, dtype=torch.long), persistent=False)
+        self.register_buffer("word_group_index", torch.tensor(self.word_groups, dtype=torch.long), persistent=False)
+        self.register_buffer("phrase_group_index", torch.tensor(self.phrase_groups, dtype=torch.long),
+                             persistent=False)
+        order = self.word_groups + self.phrase_groups
+        self.groups_in_order = order == list(range(len(order)))
+        self.register_buffer("group_order", torch.tensor(order, dtype=torch.long).argsort(), persistent=False)
 
     @property
     def phrase_granularities(self) -> List[str]:
-        return list(self.phrase_memories.keys())
+        return list(self._phrase_granularities)
 
     def forward(
         self,
@@ -78,27 +106,141 @@ class MultiGranularitySelfAttention(MultiheadAttention):
         phrases G (B x P x C) with their partition, for phrase-tag supervision.
         """
         T, B, C = query.shape
+        hpg, d = self.heads_per_granularity, self.head_dim
         x = query.transpose(0, 1)  # B x T x C
-        q = self.q_proj(x).view(B, T, self.num_heads, self.head_dim).transpose(1, 2)  # B x H x T x d
-        memories, composed = {}, {}
-        for g, memory in self.phrase_memories.items():
-            h_g, g_m = memory(x, partitions[g])  # B x P x C
-            memories[g] = (h_g, ~partitions[g].phrase_padding_mask())
-            composed[g] = (g_m, partitions[g])
-        word_mask = None if key_padding_mask is None else ~key_padding_mask
+        if self.training and self.q_noise > 0:
+            # K and V below read the projections' weights block by block; calling the modules
+            # runs their forward pre-hooks (fairseq's quant noise rewrites the weight in place),
+            # on an empty batch so that no projection is computed twice
+            self.k_proj(x[:0])
+            self.v_proj(x[:0])
+        q = self.q_proj(x).view(B, T, self.num_heads, d).transpose(1, 2)  # B x H x T x d
 
+        # keys and values of every head group, side by side on one axis of T slots:
+        # B x T x e per word group (e = hpg * d), and per phrase group its memory's P <= T
+        # phrases padded to T
+        composed, k, v, keep = {}, [], [], []
+        if self.word_groups:
+            k.append(self.project_words(self.k_proj, x))
+            v.append(self.project_words(self.v_proj, x))
+            if key_padding_mask is not None or self.phrase_memory is not None:
+                word_keep = (x.new_ones(B, T, dtype=torch.bool) if key_padding_mask is None
+                             else ~key_padding_mask)
+                keep.append(word_keep.unsqueeze(1).expand(B, len(self.word_groups), T))  # B x Gw x T
+        if self.phrase_memory is not None:
+            parts = [partitions[g] for g in self._phrase_granularities]
+            h_g, g_m = self.phrase_memory(x, parts)  # Gr x B x P x C
+            for j, (g, part) in enumerate(zip(self._phrase_granularities, parts)):
+                composed[g] = (g_m[j, :, :part.max_phrases], part)  # B x P_g x C
+            num_phrases = torch.stack([p.num_phrases for p in parts], dim=1)  # B x Gr
+            if not self.memories_in_order:
+                h_g = h_g.index_select(0, self.phrase_group_memory)
+                num_phrases = num_phrases.index_select(1, self.phrase_group_memory)
+            k.append(self.project_phrases(self.k_proj, h_g, T))
+            v.append(self.project_phrases(self.v_proj, h_g, T))
+            keep.append(torch.arange(T, device=x.device) < num_phrases.unsqueeze(-1))  # B x Gp x T
+        k, v = concat(k, dim=2), concat(v, dim=2)  # B x T x G x e
+        if not self.groups_in_order:
+            k, v = k.index_select(2, self.group_order), v.index_select(2, self.group_order)
+        k = k.view(B, T, self.num_heads, d).transpose(1, 2)  # B x H x T x d
+        v = v.view(B, T, self.num_heads, d).transpose(1, 2)
+        mask = None  # B x H x 1 x T: each head group sees its own memory
+        if keep:
+            keep = concat(keep, dim=1)  # B x G x T
+            if not self.groups_in_order:
+                keep = keep.index_select(1, self.group_order)
+            mask = (keep if hpg == 1 else keep.repeat_interleave(hpg, dim=1)).unsqueeze(2)
         dropout_p = self.dropout_module.p if self.training else 0.0
-        hpg, outputs = self.heads_per_granularity, []
-        for i, g in enumerate(self.granularities):
-            src, keep = (x, word_mask) if g == "word" else memories[g]  # B x S x C, B x S
-            rows = slice(i * hpg * self.head_dim, (i + 1) * hpg * self.head_dim)
-            k = F.linear(src, self.k_proj.weight[rows], self.k_proj.bias[rows])
-            v = F.linear(src, self.v_proj.weight[rows], self.v_proj.bias[rows])
-            S = src.size(1)
-            k = k.view(B, S, hpg, self.head_dim).transpose(1, 2)  # B x h x S x d
-            v = v.view(B, S, hpg, self.head_dim).transpose(1, 2)
-            mask = None if keep is None else keep[:, None, None, :]
-            outputs.append(F.scaled_dot_product_attention(
-                q[:, i * hpg:(i + 1) * hpg], k, v, attn_mask=mask, dropout_p=dropout_p))
-        out = torch.cat(outputs, dim=1).transpose(1, 2).reshape(B, T, C)  # B x T x C
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)  # B x H x T x d
+        out = out.transpose(1, 2).reshape(B, T, C)  # B x T x C
         return self.out_proj(out).transpose(0, 1), composed
+
+    def project_words(self, proj: nn.Linear, x: Tensor) -> Tensor:
+        """B x T x Gw x e: the word groups' rows of W_K or W_V on the words."""
+        B, T, C = x.shape
+        w, b = self.group_rows(proj, self.word_groups)
+        return F.linear(x, w.reshape(-1, C), None if b is None else b.reshape(-1)).view(B, T, len(self.word_groups), -1)
+
+    def project_phrases(self, proj: nn.Linear, h_g: Tensor, T: int) -> Tensor:
+        """B x T x Gp x e: each phrase group's rows of W_K or W_V on its phrase memory
+        (Gp x B x P x C) in one batched product, phrase slots padded from P to T. (A granularity
+        with fewer than P phrases has its padding slots projected too: per-granularity products
+        would save those FLOPs but cost more operations than they save on a CPU, see
+        benchmarks/profile_mgsa_layer.py.)"""
+        Gp, B, P, C = h_g.shape
+        w, b = self.group_rows(proj, self.phrase_groups)  # Gp x e x C, Gp x e
+        src = h_g.reshape(Gp, B * P, C)
+        out = torch.bmm(src, w.transpose(1, 2)) if b is None else torch.baddbmm(b.unsqueeze(1), src, w.transpose(1, 2))
+        out = out.view(Gp, B, P, -1).permute(1, 2, 0, 3)  # B x P x Gp x e
+        return F.pad(out, (0, 0, 0, 0, 0, T - P))
+
+    def group_rows(self, proj: nn.Linear, groups: List[int]):
+        """Rows of proj's weight (G x e x C) and bias (G x e) for the head groups `groups`."""
+        G = len(self.granularities)
+        w = proj.weight.view(G, -1, proj.weight.size(1))
+        b = None if proj.bias is None else proj.bias.view(G, -1)
+        if groups == list(range(groups[0], groups[0] + len(groups))):  # a block of groups: a view
+            rows = slice(groups[0], groups[0] + len(groups))
+            return w[rows], None if b is None else b[rows]
+        idx = self.word_group_index if groups is self.word_groups else self.phrase_group_index
+        return w.index_select(0, idx), None if b is None else b.index_select(0, idx)
+
+    def upgrade_state_dict_named(self, state_dict, name):
+        """Checkpoints written before the phrase memories were stacked over granularities hold
+        one module per granularity (`phrase_memories.<g>.…`): stack their tensors in this
+        layer's granularity order."""
+        super().upgrade_state_dict_named(state_dict, name)
+        upgrade_per_granularity_phrase_memories(state_dict, name + "." if name else "", self._phrase_granularities)
+
+
+# old per-granularity key (under phrase_memories.<g>.) -> stacked key (under phrase_memory.)
+STACKED_KEYS = {
+    "composition.q_proj.weight": "composition.q_weight",
+    "composition.q_proj.bias": "composition.q_bias",
+    "composition.k_proj.weight": "composition.k_weight",
+    "composition.k_proj.bias": "composition.k_bias",
+    "interaction.onlstm.ih.weight": "interaction.weight_ih",
+    "interaction.onlstm.ih.bias": "interaction.bias_ih",
+    "interaction.onlstm.hh.weight": "interaction.weight_hh",
+    "interaction.lstm.weight_ih_l0": "interaction.weight_ih",
+    "interaction.lstm.weight_hh_l0": "interaction.weight_hh",
+    "interaction.out_proj.weight": "interaction.weight_out",
+    "interaction.out_proj.bias": "interaction.bias_out",
+}
+# nn.LSTM's two biases are always added: the stacked LSTM holds their sum
+SUMMED_KEYS = {("interaction.lstm.bias_ih_l0", "interaction.lstm.bias_hh_l0"): "interaction.bias_ih"}
+
+
+def upgrade_per_granularity_phrase_memories(state_dict, prefix: str, granularities: List[str]) -> None:
+    old = prefix + "phrase_memories."
+    per_key: Dict[str, Dict[str, Tensor]] = {}
+    for key in [k for k in state_dict if k.startswith(old)]:
+        g, _, suffix = key[len(old):].partition(".")
+        if g not in granularities:
+            raise MGSAError(f"checkpoint has a phrase memory for granularity {g!r} in {prefix or 'the model'}, "
+                            f"but this MG-SA layer's phrase granularities are {','.join(granularities) or 'none'}")
+        per_key.setdefault(suffix, {})[g] = state_dict.pop(key)
+    if not per_key:
+        return
+
+    def stacked(suffix):
+        tensors = per_key.pop(suffix)
+        missing = [g for g in granularities if g not in tensors]
+        if missing:
+            raise MGSAError(f"checkpoint has {old}<g>.{suffix} for {','.join(tensors)} but not for "
+                            f"{','.join(missing)}: it was written for other MG-SA granularities")
+        return [tensors[g] for g in granularities]
+
+    new = prefix + "phrase_memory."
+    for (a, b), target in SUMMED_KEYS.items():
+        if a in per_key and b in per_key:
+            state_dict[new + target] = torch.stack([x + y for x, y in zip(stacked(a), stacked(b))])
+    for suffix in list(per_key):
+        if suffix in STACKED_KEYS:
+            state_dict[new + STACKED_KEYS[suffix]] = torch.stack(stacked(suffix))
+        elif suffix.startswith("composition."):  # LSTM composition: one module per granularity
+            for j, tensor in enumerate(stacked(suffix)):
+                state_dict[f"{new}composition.per_granularity.{j}.{suffix[len('composition.'):]}"] = tensor
+        else:
+            raise MGSAError(f"checkpoint key {old}<g>.{suffix} is not a phrase-memory parameter this "
+                            f"version knows how to convert")

@@ -1,7 +1,13 @@
-"""F_h = partition -> composition -> interaction: the phrase memory of one granularity."""
+"""F_h = partition -> composition -> interaction: the phrase memories of an MG-SA layer.
 
-from typing import Optional, Tuple
+All phrase granularities of the layer are built at once (each with its own weights,
+stacked along a leading granularity axis), over one phrase axis of P = the largest
+phrase count of the batch over granularities; a granularity's extra slots are padding.
+"""
 
+from typing import List, Tuple
+
+import torch
 import torch.nn as nn
 from torch import Tensor
 
@@ -11,28 +17,32 @@ from .partition import Partition
 
 
 class PhraseMemory(nn.Module):
-    """Builds H_g (one vector per phrase) from the layer input H and a partition.
+    """Builds H_g (one vector per phrase) of every phrase granularity from the layer input H.
 
-    `dim` is the width of the heads this granularity feeds; the parametric
-    composition and interaction modules work at that width.
+    `dim` is the width of the heads a granularity feeds; the parametric composition and
+    interaction modules work at that width.
     """
 
-    def __init__(self, embed_dim: int, dim: int, composition: str, interaction: str, onlstm_chunk_size: int):
+    def __init__(self, num_granularities: int, embed_dim: int, dim: int, composition: str, interaction: str,
+                 onlstm_chunk_size: int):
         super().__init__()
-        self.composition = build_composition(composition, embed_dim, dim)
-        self.interaction = build_interaction(interaction, embed_dim, dim, onlstm_chunk_size)
+        self.num_granularities = num_granularities
+        self.composition = build_composition(composition, num_granularities, embed_dim, dim)
+        self.interaction = build_interaction(interaction, num_granularities, embed_dim, dim, onlstm_chunk_size)
 
-    def forward(self, x: Tensor, partition: Partition) -> Tuple[Tensor, Tensor]:
-        """x: B x T x C. Returns (H_g, G), both B x P x C: the phrase memory and the
-        composed phrases before interaction (what phrase-tag supervision classifies)."""
+    def forward(self, x: Tensor, partitions: List[Partition]) -> Tuple[Tensor, Tensor]:
+        """x: B x T x C, one partition per granularity. Returns (H_g, G), both Gr x B x P x C:
+        the phrase memories and the composed phrases before interaction (what phrase-tag
+        supervision classifies)."""
         B, T, C = x.shape
-        P = partition.max_phrases
+        Gr = len(partitions)
+        P = max(p.max_phrases for p in partitions)
         slots = B * P
-        # global slot of each token; padding tokens go to an extra slot that is dropped
-        offsets = (partition.phrase_index.new_ones(B) * P).cumsum(0) - P
-        index = partition.phrase_index + offsets.unsqueeze(1)
-        index = index.masked_fill(partition.phrase_index < 0, slots).view(-1)
-        g = self.composition(x.reshape(B * T, C), index, slots + 1)[:slots].view(B, P, C)
+        phrase_index = torch.stack([p.phrase_index for p in partitions])  # Gr x B x T, -1 at padding
+        # slot of each token in its granularity; padding tokens go to an extra slot that is dropped
+        offsets = torch.arange(0, slots, P, device=x.device).unsqueeze(1)  # B x 1
+        index = (phrase_index + offsets).masked_fill(phrase_index < 0, slots).view(Gr, B * T)
+        g = self.composition(x.reshape(B * T, C), index, slots + 1)[:, :slots].view(Gr, B, P, C)
         if self.interaction is None:
             return g, g
-        return self.interaction(g, partition.num_phrases), g
+        return self.interaction(g, [p.max_phrases for p in partitions]), g

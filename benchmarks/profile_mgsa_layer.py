@@ -1,0 +1,216 @@
+#!/usr/bin/env python
+"""Where an MG-SA encoder layer's time goes, against fairseq's own encoder layer, on one batch.
+
+For each model (an MG-SA architecture) and batch size, the script builds the MG-SA encoder
+layer and fairseq's TransformerEncoderLayerBase at the same size, feeds both the same input
+(T x B x C, left padded as fairseq pads sources) and measures one forward + backward:
+
+* torch.profiler events: every recorded event, the aten ops among them, the leaf aten ops
+  (ops that call no other: about the kernels a GPU would launch) and the host syncs
+  (aten::_local_scalar_dense: .item(), int(t), bool(t));
+* CPU time, paired: the layers run back to back, --iters times, in rotating order; the
+  median of each and the median of the per-round speed ratio (baseline ms / MG-SA ms) are
+  kept. The same for the self-attention alone (MG-SA attention against fairseq's
+  MultiheadAttention).
+
+With --before DIR (a checkout of an earlier version, e.g. `git worktree add` or `git archive`
+of main), that version's MG-SA layer is measured in the same run, in the same rotation: the
+"before" and "after" figures then share the machine's state, which matters on a loaded
+machine. Its modules are imported from DIR/fairseq_mgsa/modules under another package name
+(the package's __init__, which registers models with fairseq, is not run).
+
+The batch is drawn from the project's grammar (preprocess/synthetic.py): gold trees give
+the syntactic phrase levels (preprocess/partition.py, top 3 levels), one token per word, as
+the training benchmark's corpus (`--subword-style none`); n-gram models use the same tokens.
+The backward pass of the MG-SA layer also carries the composed phrases' gradient (a sum of
+them stands in for the phrase-tag loss), as in training.
+
+Only the layers' public constructors and forward signatures are used.
+
+    git archive main fairseq_mgsa | tar -x -C /tmp/main
+    python benchmarks/profile_mgsa_layer.py --before /tmp/main
+
+Results go to benchmarks/results/mgsa_layer_profile.json (--out).
+"""
+
+import argparse
+import datetime
+import json
+import os
+import statistics
+import sys
+import time
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+RESULTS = os.path.join(HERE, "results")
+MODELS = {"syntactic": "mgsa_transformer_syntactic", "ngram": "mgsa_transformer"}
+
+
+def layer_config(arch):
+    import fairseq_mgsa  # noqa: F401  (registers the architectures)
+    from fairseq.models import ARCH_CONFIG_REGISTRY
+    from fairseq.models.transformer import TransformerConfig
+    args = argparse.Namespace()
+    ARCH_CONFIG_REGISTRY[arch](args)
+    return TransformerConfig.from_namespace(args)
+
+
+def grammar_batch(batch_size, seed, sentences_per_line, levels=3):
+    """(padding mask B x T, phrase lengths L x B x M, phrase counts L x B) from gold trees."""
+    from preprocess.partition import partition
+    from preprocess.synthetic import generate
+    from preprocess.trees import parse_tree
+
+    spans, lengths = [], []
+    for _, _, tree in generate(batch_size, seed, sentences_per_line):
+        top, leaves = parse_tree(tree)
+        spans.append([[node[2] - node[1] for node in level] for level in partition(top, levels)])
+        lengths.append(len(leaves) + 1)  # + end of sentence
+    T, M = max(lengths), max(len(level) for s in spans for level in s)
+    mask = torch.ones(batch_size, T, dtype=torch.bool)
+    phrase_lengths = torch.zeros(levels, batch_size, M, dtype=torch.long)
+    counts = torch.zeros(levels, batch_size, dtype=torch.long)
+    for b, (n, s) in enumerate(zip(lengths, spans)):
+        mask[b, T - n:] = False  # left padding, fairseq's default for sources
+        for lv, level in enumerate(s):
+            phrase_lengths[lv, b, :len(level)] = torch.tensor(level)
+            counts[lv, b] = len(level)
+    return mask, phrase_lengths, counts
+
+
+def partitions_for(cfg, mask, phrase_lengths, counts):
+    from fairseq_mgsa.modules.partition import NGRAM, SYNTACTIC, ngram_partition, spans_to_partition
+    out = {}
+    for g in dict.fromkeys(s.strip() for s in cfg.mgsa_granularities.split(",")):
+        if NGRAM.match(g):
+            out[g] = ngram_partition(mask, int(NGRAM.match(g).group(1)))
+        elif SYNTACTIC.match(g):
+            lv = int(SYNTACTIC.match(g).group(1)) - 1
+            out[g] = spans_to_partition(phrase_lengths[lv], counts[lv], mask)
+    return out
+
+
+def op_counts(step):
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        step()
+    events = prof.events()
+    aten = [e for e in events if e.name.startswith("aten::")]
+    return {
+        "profiler events": len(events),
+        "aten ops": len(aten),
+        "leaf aten ops": sum(1 for e in aten if not e.cpu_children),
+        "host syncs": sum(1 for e in aten if e.name == "aten::_local_scalar_dense"),
+    }
+
+
+def paired_times(steps, iters):
+    """Median ms of every step, run back to back in rotating order, and the median of the
+    per-round ratio steps[0] ms / step ms (the first step is the baseline)."""
+    for step in steps:
+        step()  # warmup
+    times = [[] for _ in steps]
+    for i in range(iters):
+        for j in range(len(steps)):
+            k = (i + j) % len(steps)
+            t0 = time.perf_counter()
+            steps[k]()
+            times[k].append((time.perf_counter() - t0) * 1000)
+    return [(statistics.median(t), statistics.median(b / x for b, x in zip(times[0], t))) for t in times]
+
+
+def load_before(root):
+    """The MG-SA encoder layer of an earlier checkout, under the package name fairseq_mgsa_before."""
+    import importlib
+    import types
+    name = "fairseq_mgsa_before"
+    pkg = types.ModuleType(name)
+    pkg.__path__ = [os.path.join(os.path.abspath(root), "fairseq_mgsa")]
+    sys.modules[name] = pkg
+    return importlib.import_module(name + ".modules.mgsa_encoder_layer").MGSAEncoderLayer
+
+
+def profile(model, batch_size, a, before_layer=None):
+    from fairseq.modules.transformer_layer import TransformerEncoderLayerBase
+    from fairseq_mgsa.modules.mgsa_encoder_layer import MGSAEncoderLayer
+
+    cfg = layer_config(MODELS[model])
+    layers = {}
+    for label, cls in (("baseline", TransformerEncoderLayerBase), ("after", MGSAEncoderLayer),
+                       ("before", before_layer)):
+        if cls is not None:
+            torch.manual_seed(a.seed)
+            layers[label] = cls(cfg).train()
+    mask, phrase_lengths, counts = grammar_batch(batch_size, a.seed, a.sentences_per_line)
+    partitions = partitions_for(cfg, mask, phrase_lengths, counts)
+    x = torch.randn(mask.size(1), batch_size, cfg.encoder.embed_dim, requires_grad=True)
+
+    def backward(out, composed):
+        loss = out.sum() + sum(g.sum() for g, _ in composed.values())
+        loss.backward()
+
+    def steps(label, part):
+        layer = layers[label]
+        if label == "baseline":
+            if part == "layer":
+                return lambda: layer(x, encoder_padding_mask=mask).sum().backward()
+            return lambda: layer.self_attn(query=x, key=x, value=x, key_padding_mask=mask,
+                                           need_weights=False)[0].sum().backward()
+        if part == "layer":
+            return lambda: backward(*layer(x, mask, partitions))
+        return lambda: backward(*layer.self_attn(x, key_padding_mask=mask, partitions=partitions))
+
+    row = {"tokens (B x T)": f"{batch_size}x{mask.size(1)}",
+           "phrases per sentence (mean, per granularity)": {
+               g: round(float(p.num_phrases.float().mean()), 2) for g, p in partitions.items()}}
+    for part in ("layer", "self-attention"):
+        labels = list(layers)
+        fns = [steps(label, part) for label in labels]
+        timed = paired_times(fns, a.iters)
+        row[part] = {label: {"ops": op_counts(fn), "ms (median)": round(ms, 3),
+                             "speed ratio vs baseline (paired median)": round(ratio, 3)}
+                     for label, fn, (ms, ratio) in zip(labels, fns, timed)}
+    return row
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--before", metavar="DIR", help="also measure the MG-SA layer of the checkout in DIR")
+    p.add_argument("--models", default="syntactic,ngram", help=f"comma-separated, of {','.join(MODELS)}")
+    p.add_argument("--batch-sizes", default="8,64")
+    p.add_argument("--iters", type=int, default=20, help="timed forward + backward passes per layer")
+    p.add_argument("--sentences-per-line", type=int, default=1,
+                   help="grammar sentences per line (2-3 give WMT-like lengths)")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--threads", type=int, default=1, help="torch.set_num_threads")
+    p.add_argument("--out", default=os.path.join(RESULTS, "mgsa_layer_profile.json"))
+    a = p.parse_args(argv)
+    torch.set_num_threads(a.threads)
+    import fairseq_mgsa
+    before = load_before(a.before) if a.before else None
+    run = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+           "code": {"after": os.path.dirname(os.path.abspath(fairseq_mgsa.__file__)),
+                    "before": os.path.abspath(a.before) if a.before else None},
+           "torch": torch.__version__, "threads": a.threads, "iters": a.iters,
+           "sentences per line": a.sentences_per_line, "load average at start": os.getloadavg(),
+           "results": {}}
+    for model in a.models.split(","):
+        for bs in (int(s) for s in a.batch_sizes.split(",")):
+            row = profile(model, bs, a, before)
+            run["results"].setdefault(model, {})[f"batch {bs}"] = row
+            for part in ("layer", "self-attention"):
+                print(f"{model} B={bs} {part}: " + "; ".join(
+                    f"{label} {r['ops']['profiler events']} events, {r['ops']['host syncs']} syncs, "
+                    f"{r['ms (median)']} ms, speed {r['speed ratio vs baseline (paired median)']}"
+                    for label, r in row[part].items()), flush=True)
+    run["load average at end"] = os.getloadavg()
+    os.makedirs(os.path.dirname(a.out), exist_ok=True)
+    with open(a.out, "w") as f:
+        json.dump(run, f, indent=1)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
