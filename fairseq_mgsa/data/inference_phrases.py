@@ -41,22 +41,23 @@ class TrainingTextForm:
     training text tokenized with Moses (the recipes, and fairseq's --tokenizer moses)
     escapes them (`&amp;`, `&apos;s`, and `@-@` for a hyphen inside a word). The
     vocabulary shows which convention the model was trained on: Moses-escaped text
-    holds entities and none of the characters they stand for; `@-@` appears only
-    where hyphens were split. A leaf is first reduced to its plain text with the tree
-    reader's `canonical_token` (so `&amp;` and `-LRB-` leaves are read too), then
-    written in the training form. A `-` leaf becomes `@-@` where Moses writes it: between
-    two leaves that touch it with a letter or digit (trees do not keep the spacing; a
-    leaf written `@-@` stays as it is).
+    holds entities and none of the characters they stand for; hyphens were split where
+    `@-@`, segmented by the BPE, is made of known pieces. A leaf is first reduced to its
+    plain text with the tree reader's `canonical_token` (so `&amp;` and `-LRB-` leaves
+    are read too), then written in the training form. A `-` leaf becomes `@-@` where
+    Moses writes it: between two leaves that touch it with a letter or digit (trees do
+    not keep the spacing; a leaf written `@-@` stays as it is).
     """
 
-    def __init__(self, src_dict, separator: str = "@@"):
+    def __init__(self, src_dict, separator: str = "@@", segment: Callable[[str], str] = lambda word: word):
+        """segment: the BPE, applied to one word."""
         symbols = [s[:-len(separator)] if separator and s.endswith(separator) else s
                    for s in src_dict.symbols[src_dict.nspecial:]]
         symbols = [s.strip("\u2581") for s in symbols]  # sentencepiece's word marks
         has_entity = any(_ENTITY.search(s) for s in symbols)
         has_plain = any(c in s for s in symbols for c in _ESCAPED_CHARS[1:])  # '&' is in the entities too
         self.escape = has_entity or not has_plain
-        self.dash_splits = DASH in symbols
+        self.dash_splits = all(src_dict.index(p) != src_dict.unk() for p in segment(DASH).split())
         self.moses = MosesTokenizer(lang="en") if self.escape else None  # escaping does not depend on the language
 
     def __call__(self, leaves: List[str]) -> List[str]:
@@ -87,7 +88,8 @@ class PhraseAnnotator:
         self.parser_factory = parser_factory
         self.parser = None
         self.style, self.separator = subword_style(bpe)
-        self.training_form = TrainingTextForm(src_dict, self.separator)
+        self.training_form = TrainingTextForm(src_dict, self.separator,
+                                              bpe.encode if bpe is not None else lambda word: word)
         self.unknown_tags = 0  # tags the tag dictionary does not know, mapped to its unk
 
     def words_and_trees(self, lines: List[str], first_line: int) -> Tuple[List[List[str]], List[str]]:
