@@ -3,6 +3,7 @@ training text (issue 14): tree leaves become the training text's words (`&amp;`,
 `&apos;s`, `@-@`), the BPE's own separator marks the words, and phrases that do not
 cover a line's tokens are a one-line error naming the line."""
 
+import os
 import random
 import subprocess
 import sys
@@ -16,8 +17,6 @@ from subword_nmt.learn_bpe import learn_bpe
 from fairseq_mgsa.data.inference_phrases import PhraseAnnotator
 from fairseq_mgsa.errors import MGSAError
 from preprocess.synthetic import NAMES, NOUNS
-
-import os
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
