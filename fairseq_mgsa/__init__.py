@@ -10,3 +10,4 @@ from .errors import MGSAError, install_excepthook
 install_excepthook()
 
 from . import criterions, data, models, tasks  # noqa: F401,E402
+from .models.mgsa_transformer import MGSATransformerModel  # noqa: F401,E402  (from_pretrained)

@@ -17,10 +17,10 @@ without those, checkpoint_last.pt alone. checkpoint_last.pt joins them when it i
 on than all of them (see pick()). Fewer than N found: all of them, with a warning.
 
 Under torch >= 2.6 torch.load only accepts the classes on its allow-list (weights_only=True
-by default). A fairseq checkpoint holds one more, argparse.Namespace: this script adds
-exactly that class, as fairseq_mgsa/checkpoint_loading.py does when fairseq loads the
-plugin (the plugin itself is not imported here: that would import all of fairseq), and
-leaves the protection on for everything else.
+by default). A fairseq checkpoint holds a few more (argparse.Namespace; numpy arrays when
+trained with --eval-bleu): this script adds exactly those, with the list of
+fairseq_mgsa/checkpoint_loading.py, which it runs by path (importing the plugin package
+would import all of fairseq), and leaves the protection on for everything else.
 """
 
 import argparse
@@ -29,10 +29,26 @@ import os
 import re
 import sys
 
+import importlib.util
+
 import torch
 
-if hasattr(torch.serialization, "add_safe_globals"):
-    torch.serialization.add_safe_globals([argparse.Namespace])
+
+def load_allow_list():
+    """Run fairseq_mgsa/checkpoint_loading.py (beside this repository's examples, or
+    the installed package's) without importing the fairseq_mgsa package."""
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "fairseq_mgsa")
+    if not os.path.isfile(os.path.join(here, "checkpoint_loading.py")):
+        found = importlib.util.find_spec("fairseq_mgsa")  # finds the package without running it
+        if found is None or not found.submodule_search_locations:
+            sys.exit("average_checkpoints.py: error: fairseq_mgsa not found: run it from the repository or "
+                     "install fairseq-mgsa")
+        here = list(found.submodule_search_locations)[0]
+    spec = importlib.util.spec_from_file_location("mgsa_checkpoint_loading", os.path.join(here, "checkpoint_loading.py"))
+    spec.loader.exec_module(importlib.util.module_from_spec(spec))
+
+
+load_allow_list()
 
 
 def num_updates(path):

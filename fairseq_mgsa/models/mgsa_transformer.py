@@ -29,7 +29,7 @@ from torch import Tensor
 
 from ..errors import MGSAError
 
-from ..modules.mgsa_encoder_layer import MGSAEncoderLayer, parse_granularities
+from ..modules.mgsa_encoder_layer import MGSAEncoderLayer, parse_granularities, phrase_granularities
 from ..modules.multi_granularity_attention import check_granularity
 from ..modules.partition import NGRAM, SYNTACTIC, Partition, ngram_partition, spans_to_partition
 
@@ -79,7 +79,7 @@ class MGSATransformerEncoder(TransformerEncoderBase):
         granularities = parse_granularities(cfg.mgsa_granularities)
         for g in granularities:
             check_granularity(g)
-        self.phrase_granularities = [g for g in dict.fromkeys(granularities) if g != "word"]
+        self.phrase_granularities = phrase_granularities(granularities)
         for i in self.mgsa_layer_ids:
             self.layers[i] = self.build_mgsa_layer(cfg)
         # phrase-tag supervision: p_i = softmax(W_t g_i + b_t) on the composed syntactic phrases
@@ -154,10 +154,16 @@ class MGSATransformerEncoder(TransformerEncoderBase):
         encoder_states = [x] if return_all_hiddens else []
         composed = []
         layer_mask = padding_mask if has_pads else None
-        for i, layer in enumerate(self.layers):
-            if i in self.mgsa_layer_ids:
-                x, layer_composed = layer(x, layer_mask, partitions)
-                composed.append(layer_composed)
+        mgsa_layers = [self.layers[i] for i in self.mgsa_layer_ids]
+        # In training, --encoder-layerdrop's LayerDropModuleList yields only the layers it
+        # keeps, so MG-SA layers are recognised by identity, not by their place in the loop.
+        for layer in self.layers:
+            if any(layer is m for m in mgsa_layers):
+                # the layer returns (x, G of each phrase granularity): tensors at the top level,
+                # so that --checkpoint-activations (fairseq's checkpoint_wrapper, which passes
+                # nested outputs through without autograd) keeps L_tag's gradient path to x
+                x, *phrases = layer(x, layer_mask, partitions)
+                composed.append({g: (g_m, partitions[g]) for g, g_m in zip(self.phrase_granularities, phrases)})
             else:
                 x = layer(x, encoder_padding_mask=layer_mask)
             if isinstance(x, tuple):  # return_fc layers
@@ -198,13 +204,46 @@ class MGSATransformerModel(TransformerModel):
             # fairseq-hydra-train hands a DictConfig, whose keys TransformerConfig.from_namespace
             # cannot see (it reads vars()); the namespace form keeps the MG-SA fields.
             args = argparse.Namespace(**OmegaConf.to_container(args, resolve=True))
+        mgsa_defaults(args)
+        granularities = parse_granularities(args.mgsa_granularities)
+        syntactic = any(SYNTACTIC.match(g) for g in granularities)
+        if syntactic and not hasattr(task, "tag_dictionary"):
+            raise MGSAError(f"this model has syntactic MG-SA heads ({args.mgsa_granularities}), which need the "
+                            f"phrases of every source sentence: run it with --task mgsa_translation (task "
+                            f"{type(task).__name__} cannot give them)")
         tags = getattr(task, "tag_dictionary", None)
-        args.mgsa_num_phrase_tags = len(tags) if tags is not None else 0
+        # The tag count is part of the model's configuration: a checkpoint keeps it in its
+        # model args and is built from it, whatever directory it is loaded with (a copy with
+        # only the two dictionaries, for decoding); training takes it from the data.
+        saved = getattr(args, "mgsa_num_phrase_tags", None)
+        if saved is None:
+            args.mgsa_num_phrase_tags = len(tags) if tags is not None else 0
+        elif syntactic and tags is not None and len(tags) != saved and saved:
+            raise MGSAError(f"the model was trained with {saved} phrase tags, but the tag dictionary of "
+                            f"{getattr(task.cfg, 'data', 'the data')} has {len(tags)}: use the data directory "
+                            f"the model was trained on, or binarize with mgsa-preprocess --tagdict "
+                            f"<that directory>/dict.{task.cfg.source_lang}.tags.txt")
         return super().build_model(args, task)
 
     @classmethod
     def build_encoder(cls, cfg, src_dict, embed_tokens):
         return MGSATransformerEncoder(cfg, src_dict, embed_tokens)
+
+    @classmethod
+    def hub_models(cls):
+        return {}  # no published checkpoints (fairseq's map names its own transformers)
+
+    @classmethod
+    def from_pretrained(cls, model_name_or_path, checkpoint_file="model.pt", data_name_or_path=".", **kwargs):
+        """As TransformerModel.from_pretrained, returning the hub interface that gives
+        syntactic models their phrases (see fairseq_mgsa/hub_interface.py)."""
+        from fairseq import hub_utils
+
+        from ..hub_interface import MGSAHubInterface
+
+        x = hub_utils.from_pretrained(model_name_or_path, checkpoint_file, data_name_or_path,
+                                      archive_map=cls.hub_models(), **kwargs)
+        return MGSAHubInterface(x["args"], x["task"], x["models"])
 
     def forward(self, src_tokens, src_lengths, prev_output_tokens, return_all_hiddens: bool = True,
                 features_only: bool = False, alignment_layer: Optional[int] = None,

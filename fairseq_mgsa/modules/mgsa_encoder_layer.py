@@ -18,8 +18,15 @@ def parse_granularities(spec: str):
     return [g.strip() for g in spec.split(",") if g.strip()]
 
 
+def phrase_granularities(granularities):
+    """The distinct phrase granularities, in order of first appearance: the order of the
+    composed phrases an MGSAEncoderLayer returns."""
+    return [g for g in dict.fromkeys(granularities) if g != "word"]
+
+
 class MGSAEncoderLayer(TransformerEncoderLayerBase):
     def build_self_attention(self, embed_dim, cfg):
+        self.phrase_granularities = phrase_granularities(parse_granularities(cfg.mgsa_granularities))
         return MultiGranularitySelfAttention(
             embed_dim,
             cfg.encoder.attention_heads,
@@ -33,11 +40,15 @@ class MGSAEncoderLayer(TransformerEncoderLayerBase):
         )
 
     def forward(self, x: Tensor, encoder_padding_mask: Optional[Tensor], partitions: Dict[str, Partition]):
-        """x: T x B x C. Returns (x, composed phrases per granularity)."""
+        """x: T x B x C. Returns (x, G_1, .., G_n): the output and the composed phrases
+        (B x P x C) of each phrase granularity, in the order of phrase_granularities().
+        A flat tuple of tensors, so that fairseq's checkpoint_wrapper
+        (--checkpoint-activations) gives every output a gradient."""
         residual = x
         if self.normalize_before:
             x = self.self_attn_layer_norm(x)
         x, composed = self.self_attn(x, key_padding_mask=encoder_padding_mask, partitions=partitions)
+        phrases = [composed[g][0] for g in self.phrase_granularities]
         x = self.dropout_module(x)
         x = self.residual_connection(x, residual)
         if not self.normalize_before:
@@ -53,4 +64,4 @@ class MGSAEncoderLayer(TransformerEncoderLayerBase):
         x = self.residual_connection(x, residual)
         if not self.normalize_before:
             x = self.final_layer_norm(x)
-        return x, composed
+        return (x, *phrases)

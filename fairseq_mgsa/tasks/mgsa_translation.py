@@ -19,8 +19,8 @@ from fairseq.dataclass import ChoiceEnum
 from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask
 
-from ..data.inference_phrases import PhraseAnnotator
-from ..data.phrase_pair_dataset import PhrasePairDataset, add_phrases, load_phrase_file
+from ..data.inference_phrases import InferencePhraseDataset, PhraseAnnotator
+from ..data.phrase_pair_dataset import PhrasePairDataset, load_phrase_file
 from ..errors import MGSAError
 from ..modules.mgsa_encoder_layer import parse_granularities
 from ..modules.partition import SYNTACTIC
@@ -46,17 +46,37 @@ def tag_dictionary_path(data_path: str, src: str) -> str:
     return os.path.join(data_path, f"dict.{src}.tags.txt")
 
 
+def load_tag_dictionaries(paths, src: str) -> Optional[Dictionary]:
+    """The tag dictionary of the data directories `paths` (DATA1:DATA2...): they must all
+    number the tags alike, since one tag classifier is trained on every directory."""
+    found = [(p, Dictionary.load(p)) for p in (tag_dictionary_path(d, src) for d in paths) if os.path.exists(p)]
+    if not found:
+        return None
+    first_path, first = found[0]
+    for path, other in found[1:]:
+        if other.symbols != first.symbols:
+            diff = next((i for i, (a, b) in enumerate(zip(first.symbols, other.symbols)) if a != b),
+                        min(len(first), len(other)))
+            what = (f"tag {diff} is {first.symbols[diff]!r} in one and {other.symbols[diff]!r} in the other"
+                    if diff < min(len(first), len(other)) else f"{len(first)} and {len(other)} tags")
+            raise MGSAError(f"{path} and {first_path} are different tag dictionaries ({what}): binarize every "
+                            f"data directory with mgsa-preprocess --tagdict {first_path}")
+    return first
+
+
 @register_task("mgsa_translation", dataclass=MGSATranslationConfig)
 class MGSATranslationTask(TranslationTask):
     def __init__(self, cfg: MGSATranslationConfig, src_dict, tgt_dict):
         super().__init__(cfg, src_dict, tgt_dict)
-        path = tag_dictionary_path(utils.split_paths(cfg.data)[0], cfg.source_lang)
-        self.tag_dictionary = Dictionary.load(path) if os.path.exists(path) else None
+        self.tag_dictionary = load_tag_dictionaries(utils.split_paths(cfg.data), cfg.source_lang)
         if self.tag_dictionary is not None:
             logger.info(f"[{cfg.source_lang}] phrase tag dictionary: {len(self.tag_dictionary)} types")
         self.required_levels = 0  # the deepest tree level the model reads, known once it is built
-        self.tokenizer = self.bpe = self.annotator = None
-        self.pending_phrases = {}  # fairseq-interactive: token tuple -> phrases, until decoded
+        self.tokenizer = self.bpe = None
+        self.annotators = {}  # (tokenizer, bpe, input format) -> PhraseAnnotator, for decoding input lines
+        self.lines_read = 0  # input lines annotated so far (fairseq-interactive), for error messages
+        self.pending_phrases = None  # (tokens, phrases, tag pad) of the last annotated lines, until batched
+        self.inference_dataset = None  # the last InferencePhraseDataset, whose batches are being decoded
 
     def phrase_prefixes(self, data_path: str, split: str, combine: bool):
         """The source binary prefix of each shard of `split`, found as load_langpair_dataset does."""
@@ -102,7 +122,7 @@ class MGSATranslationTask(TranslationTask):
             logger.info(f"{split}: no phrase files beside {prefixes[0] if prefixes else data_path}")
             self.check_phrases(split)
             return
-        if self.tag_dictionary is None:
+        if not os.path.exists(tag_dictionary_path(data_path, self.cfg.source_lang)):
             raise MGSAError(f"{tag_dictionary_path(data_path, self.cfg.source_lang)} not found: phrase files "
                             f"need the tag dictionary that mgsa-preprocess writes beside them")
         levels = []
@@ -141,10 +161,13 @@ class MGSATranslationTask(TranslationTask):
             self.check_phrases(split)
         return super().build_model(cfg, from_checkpoint)
 
-    # --- fairseq-interactive: phrases for input lines -------------------------------
-    # fairseq-interactive hands the task raw lines (get_interactive_tokens_and_lengths)
-    # but passes only src_tokens on to inference_step, so the phrases of each sentence
-    # wait in `pending_phrases`, keyed by its tokens, until its batch is decoded.
+    # --- decoding input lines: fairseq-interactive and the hub interface ------------
+    # fairseq hands the task raw lines (get_interactive_tokens_and_lengths), then the
+    # tokens alone (build_dataset_for_inference): the phrases of those lines wait in
+    # `pending_phrases` until that call, which gives them to the dataset, indexed like the
+    # sentences. The dataset's collater puts them into each batch (the hub interface
+    # decodes that batch); fairseq-interactive rebuilds the batch from its tokens, so
+    # inference_step takes them back from the dataset (InferencePhraseDataset).
 
     def build_tokenizer(self, args):
         self.tokenizer = super().build_tokenizer(args)
@@ -154,38 +177,57 @@ class MGSATranslationTask(TranslationTask):
         self.bpe = super().build_bpe(args)
         return self.bpe
 
-    def get_interactive_tokens_and_lengths(self, lines, encode_fn):
-        if not self.required_levels:
-            return super().get_interactive_tokens_and_lengths(lines, encode_fn)
-        if self.annotator is None:
+    def annotator(self, tokenizer, bpe, source_input: str) -> PhraseAnnotator:
+        key = (id(tokenizer), id(bpe), source_input)
+        if key not in self.annotators:
             from preprocess.parse import StanzaParser
 
             lang = self.cfg.parser_lang or self.cfg.source_lang
-            self.annotator = PhraseAnnotator(
-                self.src_dict, self.tag_dictionary, self.required_levels, self.cfg.source_input,
-                tokenizer=self.tokenizer, bpe=self.bpe,
-                parser_factory=lambda: StanzaParser(lang, device=self.cfg.parser_device, model_dir=self.cfg.stanza_dir))
-        unknown = self.annotator.unknown_tags
-        tokens, phrases = self.annotator(lines)
-        if self.annotator.unknown_tags > unknown:  # mapped to the unknown tag, as in mgsa-preprocess
-            logger.warning(f"{self.annotator.unknown_tags - unknown} phrase tags of this input are not in the tag "
+            if self.tag_dictionary is None:
+                logger.info("no phrase tag dictionary beside the data: decoding does not need the tags")
+            self.annotators[key] = PhraseAnnotator(
+                self.src_dict, self.tag_dictionary, self.required_levels, source_input, tokenizer=tokenizer,
+                bpe=bpe, parser_factory=lambda: StanzaParser(lang, device=self.cfg.parser_device,
+                                                             model_dir=self.cfg.stanza_dir))
+        return self.annotators[key]
+
+    def annotate(self, lines, tokenizer=None, bpe=None, source_input: Optional[str] = None, first_line: int = 1):
+        """Token tensors of `lines` (text, or trees with source_input='trees'; default
+        --source-input); their phrases go with them to build_dataset_for_inference."""
+        annotator = self.annotator(tokenizer, bpe, source_input or self.cfg.source_input)
+        unknown = annotator.unknown_tags
+        tokens, phrases = annotator(lines, first_line)
+        if self.tag_dictionary is not None and annotator.unknown_tags > unknown:
+            # mapped to the unknown tag, as in mgsa-preprocess
+            logger.warning(f"{annotator.unknown_tags - unknown} phrase tags of this input are not in the tag "
                            f"dictionary and were mapped to {self.tag_dictionary.unk_word} "
-                           f"({self.annotator.unknown_tags} so far)")
-        for t, p in zip(tokens, phrases):
-            self.pending_phrases.setdefault(tuple(t.tolist()), []).append(p)
+                           f"({annotator.unknown_tags} so far)")
+        self.pending_phrases = (tokens, phrases, annotator.tag_dict.pad())
+        return tokens
+
+    def get_interactive_tokens_and_lengths(self, lines, encode_fn):
+        if not self.required_levels:
+            return super().get_interactive_tokens_and_lengths(lines, encode_fn)
+        tokens = self.annotate(lines, self.tokenizer, self.bpe, first_line=self.lines_read + 1)
+        self.lines_read += len(lines)
         return tokens, [t.numel() for t in tokens]
+
+    def build_dataset_for_inference(self, src_tokens, src_lengths, constraints=None):
+        dataset = super().build_dataset_for_inference(src_tokens, src_lengths, constraints=constraints)
+        pending, self.pending_phrases = self.pending_phrases, None
+        self.inference_dataset = None
+        # the phrases belong to these sentences only if these are the very tensors annotated
+        if (not self.required_levels or pending is None or len(pending[0]) != len(src_tokens)
+                or any(a is not b for a, b in zip(pending[0], src_tokens))):
+            return dataset
+        self.inference_dataset = InferencePhraseDataset(dataset, pending[1], pending[2])
+        return self.inference_dataset
 
     def inference_step(self, generator, models, sample, prefix_tokens=None, constraints=None):
         if self.required_levels and "src_phrase_lengths" not in sample["net_input"]:
-            src = sample["net_input"]["src_tokens"]
-            rows = [tuple(r[r.ne(self.src_dict.pad())].tolist()) for r in src.cpu()]
-            missing = [r for r in rows if not self.pending_phrases.get(r)]
-            if missing:
-                raise MGSAError("the model needs phrases for every source sentence: decode with "
-                                "fairseq-generate on mgsa-preprocess data, or fairseq-interactive")
-            add_phrases(sample, [self.pending_phrases[r].pop(0) for r in rows], self.tag_dictionary.pad())
-            for r in rows:
-                if not self.pending_phrases[r]:
-                    del self.pending_phrases[r]
+            if self.inference_dataset is None or not self.inference_dataset.pop_collated(sample):
+                raise MGSAError("the model needs the phrases of every source sentence: decode with "
+                                "fairseq-generate on mgsa-preprocess data, fairseq-interactive, or from Python "
+                                "with fairseq_mgsa.MGSATransformerModel.from_pretrained(...).translate(...)")
         return super().inference_step(generator, models, sample, prefix_tokens=prefix_tokens,
                                       constraints=constraints)
