@@ -178,7 +178,13 @@ def get_parser():
     p.add_argument("--wordvec", metavar="FILE", help="word vectors, word2vec text format (.xz/.gz too); default: "
                                                       "random vectors over the training words")
     p.add_argument("--wordvec-dim", type=int, default=50, help="dimension of the random vectors (default: 50)")
-    p.add_argument("--tagger-steps", type=int, default=200, help="tagger updates of 250 words (default: 200)")
+    p.add_argument("--tagger-steps", type=int, default=200, help="tagger updates (default: 200)")
+    p.add_argument("--tagger-batch-size", type=int, default=100, help="words per tagger update (default: 100; "
+                                                                      "stanza's: 250)")
+    p.add_argument("--tagger-lr", type=float, default=0.01, help="tagger learning rate (default: 0.01; stanza's: "
+                                                                 "0.003 for 50000 steps)")
+    p.add_argument("--parser-batch-size", type=int, default=10, help="trees per parser update (default: 10; "
+                                                                     "stanza's: 30)")
     p.add_argument("--parser-epochs", type=int, default=20,
                    help="parser epochs, each one pass over the training trees (default: 20)")
     p.add_argument("--hidden-size", type=int, default=64,
@@ -198,7 +204,8 @@ def _stage(i, text):
 def train(a) -> dict:
     import torch
 
-    for name in ("tagger_steps", "parser_epochs", "hidden_size", "wordvec_dim", "threads"):
+    for name in ("tagger_steps", "tagger_batch_size", "parser_epochs", "parser_batch_size", "hidden_size",
+                 "wordvec_dim", "threads"):
         if getattr(a, name) < 1:
             raise PreprocessError(f"--{name.replace('_', '-')} must be at least 1 (got {getattr(a, name)})")
     torch.set_num_threads(a.threads)
@@ -241,7 +248,7 @@ def train(a) -> dict:
     tagger.main(["--mode", "train", "--train_file", data["train"][1], "--eval_file", data["dev"][1],
                  "--output_file", os.path.join(work, "dev.pred.conllu"), "--save_name", FILES["pos"],
                  "--max_steps", str(a.tagger_steps), "--eval_interval", str(max(a.tagger_steps // 5, 1)),
-                 "--fix_eval_interval", "--batch_size", "250", "--hidden_dim", hidden, "--char_hidden_dim", hidden,
+                 "--fix_eval_interval", "--batch_size", str(a.tagger_batch_size), "--lr", str(a.tagger_lr), "--hidden_dim", hidden, "--char_hidden_dim", hidden,
                  "--deep_biaff_hidden_dim", hidden, "--composite_deep_biaff_hidden_dim", hidden,
                  "--word_emb_dim", "50", "--char_emb_dim", "50", "--log_step", str(max(a.tagger_steps // 10, 1))] + common)
     record["tagger_seconds"] = round(time.time() - t0, 1)
@@ -255,7 +262,7 @@ def train(a) -> dict:
         constituency_parser.main(
             ["--mode", "train", "--train_file", data["train"][0], "--eval_file", data["dev"][0],
              "--save_name", FILES["constituency"], "--epochs", str(a.parser_epochs),
-             "--epoch_size", "0", "--hidden_size", hidden, "--delta_embedding_dim", "50", "--retag_method", "xpos",
+             "--epoch_size", "0", "--train_batch_size", str(a.parser_batch_size), "--hidden_size", hidden, "--delta_embedding_dim", "50", "--retag_method", "xpos",
              "--no_checkpoint"] + common)
         # the best model was saved with its optimizer state; stanza's own mode drops it (a third of the size)
         constituency_parser.main(["--mode", "remove_optimizer", "--save_name", FILES["constituency"]] + common)

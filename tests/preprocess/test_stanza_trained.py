@@ -50,7 +50,7 @@ def trained(tmp_path_factory):
     write_corpus(str(raw), (("train", 300), ("valid", 40), ("test", 30)), seed=11)
     out = run([sys.executable, "-m", "preprocess.train_parser", "--train", raw / "train.src.tree",
                "--dev", raw / "valid.src.tree", "--out", tmp / "parser", "--tagger-steps", "60",
-               "--parser-epochs", "6", "--quiet"], tmp, offline_env(tmp))
+               "--parser-epochs", "5", "--quiet"], tmp, offline_env(tmp))
     assert re.search(r"\[mgsa-train-parser\] done in \d+ s: dev labeled bracket F1", out), out
     return tmp, tmp / "parser"
 
@@ -98,7 +98,7 @@ def test_directory_loads_offline_and_its_dev_score_is_labeled_bracket_f1(trained
     f1 = 2 * matched / (n_gold + n_pred)
     assert record["dev"]["f1"] == pytest.approx(100 * f1, abs=0.01)
     assert record["dev"]["f1"] > 80  # it learned the grammar (a random parser scores far below)
-    assert record["dev"]["tag_accuracy"] > 95
+    assert record["dev"]["tag_accuracy"] > 90
 
 
 @pytest.fixture(scope="module")
@@ -173,6 +173,9 @@ def test_sharded_parsing_merges_to_the_unsharded_files(trained, preprocessed, tm
     for split in SPLITS:
         tree = f"trees/{split}.src.tree"
         assert (tmp_path / "bin" / tree).read_text() == (preprocessed / tree).read_text()
+    with open(tmp_path / "bin" / "trees" / "shards" / "test.src.tree.0001-of-0003.json") as f:
+        assert json.load(f) == {"source": str(raw / "test.src"), "source_lines": 30, "start": 10, "end": 20,
+                                "shard_id": 1, "num_shards": 3, "trees": 10}
 
 
 def test_a_missing_model_file_is_a_one_line_error(trained, tmp_path, capsys):
