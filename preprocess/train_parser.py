@@ -103,7 +103,8 @@ def make_word_vectors(trees, out_pt: str, dim: int, seed: int, given: str = None
     embeddings on top, the fixed vectors only need to cover the vocabulary."""
     from stanza.models.common.pretrain import Pretrain
 
-    if given is None:
+    made = given is None
+    if made:
         counts = Counter(w for _, words, _ in trees for w in words)
         rng = random.Random(seed)
         given = out_pt[:-3] + ".vec.txt"
@@ -117,8 +118,8 @@ def make_word_vectors(trees, out_pt: str, dim: int, seed: int, given: str = None
         os.remove(out_pt)
     pretrain = Pretrain(out_pt, given, max_vocab=-1)
     pretrain.load()  # reads the text file, writes the .pt
-    if given.endswith(".vec.txt") and os.path.dirname(given) == os.path.dirname(out_pt):
-        os.remove(given)
+    if made:
+        os.remove(given)  # the .pt holds the same vectors
     return len(pretrain.vocab)
 
 
