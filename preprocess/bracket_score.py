@@ -66,7 +66,8 @@ class Scores:
 
     def as_dict(self) -> dict:
         return {"f1": round(100 * self.f1, 2), "precision": round(100 * self.precision, 2),
-                "recall": round(100 * self.recall, 2), "exact_match": round(100 * self.exact / max(self.sentences, 1), 2),
+                "recall": round(100 * self.recall, 2),
+                "exact_match": round(100 * self.exact / max(self.sentences, 1), 2),
                 "sentences": self.sentences, "gold_brackets": self.gold, "predicted_brackets": self.predicted}
 
 

@@ -249,9 +249,10 @@ def train(a) -> dict:
     tagger.main(["--mode", "train", "--train_file", data["train"][1], "--eval_file", data["dev"][1],
                  "--output_file", os.path.join(work, "dev.pred.conllu"), "--save_name", FILES["pos"],
                  "--max_steps", str(a.tagger_steps), "--eval_interval", str(max(a.tagger_steps // 5, 1)),
-                 "--fix_eval_interval", "--batch_size", str(a.tagger_batch_size), "--lr", str(a.tagger_lr), "--hidden_dim", hidden, "--char_hidden_dim", hidden,
-                 "--deep_biaff_hidden_dim", hidden, "--composite_deep_biaff_hidden_dim", hidden,
-                 "--word_emb_dim", "50", "--char_emb_dim", "50", "--log_step", str(max(a.tagger_steps // 10, 1))] + common)
+                 "--fix_eval_interval", "--batch_size", str(a.tagger_batch_size), "--lr", str(a.tagger_lr),
+                 "--hidden_dim", hidden, "--char_hidden_dim", hidden, "--deep_biaff_hidden_dim", hidden,
+                 "--composite_deep_biaff_hidden_dim", hidden, "--word_emb_dim", "50", "--char_emb_dim", "50",
+                 "--log_step", str(max(a.tagger_steps // 10, 1))] + common)
     record["tagger_seconds"] = round(time.time() - t0, 1)
 
     _stage(4, f"constituency parser: stanza.models.constituency_parser, {a.parser_epochs} epochs, "
@@ -262,11 +263,9 @@ def train(a) -> dict:
     with stanza_offline(out):
         constituency_parser.main(
             ["--mode", "train", "--train_file", data["train"][0], "--eval_file", data["dev"][0],
-             "--save_name", FILES["constituency"], "--epochs", str(a.parser_epochs),
-             "--epoch_size", "0", "--train_batch_size", str(a.parser_batch_size), "--hidden_size", hidden, "--delta_embedding_dim", "50", "--retag_method", "xpos",
-             "--no_checkpoint"] + common)
-        # the best model was saved with its optimizer state; stanza's own mode drops it (a third of the size)
-        constituency_parser.main(["--mode", "remove_optimizer", "--save_name", FILES["constituency"]] + common)
+             "--save_name", FILES["constituency"], "--epochs", str(a.parser_epochs), "--epoch_size", "0",
+             "--train_batch_size", str(a.parser_batch_size), "--hidden_size", hidden, "--delta_embedding_dim", "50",
+             "--retag_method", "xpos", "--no_checkpoint"] + common)
     record["parser_seconds"] = round(time.time() - t0, 1)
 
     _stage(5, "loading the directory as mgsa-preprocess does and scoring the dev set")

@@ -166,7 +166,8 @@ def train_parser(a, raw, work, gold_data, logs):
     return data, {
         "test": test.as_dict(), "dev": record["dev"], "train_trees": record["train_trees"],
         "tagger_steps": a.tagger_steps, "parser_epochs": a.parser_epochs,
-        "train_minutes": round(record["seconds"] / 60, 1), "parse_and_preprocess_minutes": round((time.time() - t0) / 60, 1),
+        "train_minutes": round(record["seconds"] / 60, 1),
+        "parse_and_preprocess_minutes": round((time.time() - t0) / 60, 1),
         "megabytes": round(sum(record["bytes"].values()) / 1e6, 1),
     }
 

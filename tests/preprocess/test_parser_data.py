@@ -41,9 +41,12 @@ def test_treebank_is_normalised_as_mgsa_preprocess_reads_it(tmp_path):
 
 
 def test_bracket_f1_by_hand():
-    gold = "(ROOT (S (NP (DT the) (NN dog)) (VP (VBD saw) (NP (NP (DT a) (NN cat)) (PP (IN with) (NP (DT a) (NN hat))))) (. .)))"
-    # the PP attached to the verb instead: S, NP(the dog), VP, NP(a cat), PP, NP(a hat) match; NP(a cat with a hat) is missed
-    pred = "(ROOT (S (NP (DT the) (NN dog)) (VP (VBD saw) (NP (DT a) (NN cat)) (PP (IN with) (NP (DT a) (NN hat)))) (. .)))"
+    gold = ("(ROOT (S (NP (DT the) (NN dog)) (VP (VBD saw) (NP (NP (DT a) (NN cat)) (PP (IN with) (NP (DT a) "
+            "(NN hat))))) (. .)))")
+    # the PP attached to the verb instead: S, NP(the dog), VP, NP(a cat), PP, NP(a hat) match;
+    # NP(a cat with a hat) is missed
+    pred = ("(ROOT (S (NP (DT the) (NN dog)) (VP (VBD saw) (NP (DT a) (NN cat)) (PP (IN with) (NP (DT a) "
+            "(NN hat)))) (. .)))")
     assert sum(brackets(gold)[0].values()) == 7 and sum(brackets(pred)[0].values()) == 6
     s = score_pairs([(gold, pred), (gold, gold)])
     assert (s.matched, s.gold, s.predicted, s.exact) == (6 + 7, 14, 13, 1)
