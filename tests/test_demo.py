@@ -117,7 +117,9 @@ def test_the_full_demo_puts_syntactic_mgsa_significantly_ahead(tmp_path):
                            "--workdir", str(work), "--docs-dir", str(tmp_path / "docs"), "--no-readme"],
                           cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert proc.returncode == 0, proc.stdout[-4000:]
-    models = json.loads((work / "results.json").read_text())["models"]
+    results = json.loads((work / "results.json").read_text())
+    models = results["models"]
+    assert "mgsa_syntactic_parser" in models and results["parser"]["test"]["sentences"] == 500
     syntactic, baseline = models["mgsa_syntactic"], models["transformer"]
     assert syntactic["bleu"] > baseline["bleu"] and syntactic["bleu_p_value"] < 0.05
     assert syntactic["chrf"] > baseline["chrf"] and syntactic["chrf_p_value"] < 0.05
