@@ -194,7 +194,8 @@ def get_parser():
     p.add_argument("--threads", type=int, default=1,
                    help="torch threads (default: 1; stanza's small batches ran far slower with more here)")
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
-    p.add_argument("--quiet", action="store_true", help="only this command's own progress lines, not stanza's log")
+    p.add_argument("--quiet", action="store_true",
+                   help="only this command's own progress lines and errors, not stanza's log")
     return p
 
 
@@ -210,7 +211,11 @@ def train(a) -> dict:
         if getattr(a, name) < 1:
             raise PreprocessError(f"--{name.replace('_', '-')} must be at least 1 (got {getattr(a, name)})")
     torch.set_num_threads(a.threads)
-    logging.getLogger("stanza").setLevel(logging.WARNING if a.quiet else logging.INFO)
+    # stanza's trainers set their own loggers' levels (to DEBUG, some of them): --quiet mutes
+    # records up to WARNING process-wide for the run instead
+    logging.getLogger("stanza").setLevel(logging.INFO)
+    if a.quiet:
+        logging.disable(logging.WARNING)
     start = time.time()
     out = os.path.abspath(a.out)
     work = os.path.join(out, "training")
@@ -293,6 +298,8 @@ def main(argv=None):
     except PreprocessError as e:
         print(f"mgsa-train-parser: error: {e}", file=sys.stderr)
         sys.exit(1)
+    finally:
+        logging.disable(logging.NOTSET)
 
 
 if __name__ == "__main__":
