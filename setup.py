@@ -32,6 +32,7 @@ setup(
     entry_points={
         "console_scripts": [
             "mgsa-preprocess = preprocess.cli:main",
+            "mgsa-train-parser = preprocess.train_parser:main",
             "mgsa-user-dir = fairseq_mgsa.user_dir:main",
         ],
     },

@@ -18,6 +18,7 @@ from typing import Iterator, List, Optional, Tuple
 
 from .align import split_words
 from .errors import PreprocessError
+from .stanza_model import is_model_dir, load_pipeline
 from .trees import canonical_token
 
 EMPTY_TREE = "()"  # written for an empty line under --lenient; the parser never sees it
@@ -40,19 +41,25 @@ def shard_paths(destdir: str, split: str, lang: str, shard_id: int, num_shards: 
 
 
 class StanzaParser:
-    """A stanza pipeline (tokenize, pos, constituency) over pretokenized sentences."""
+    """A stanza pipeline (tokenize, pos, constituency) over pretokenized sentences: stanza's own
+    models for `lang` (in `model_dir`, or stanza's default directory), or the parser that
+    mgsa-train-parser wrote into `model_dir` (see preprocess/stanza_model.py)."""
 
     def __init__(self, lang: str, device: str = "auto", download: str = "reuse", model_dir: Optional[str] = None,
                  batch_size: int = 256):
-        import stanza
-
-        methods = {"none": stanza.DownloadMethod.NONE, "reuse": stanza.DownloadMethod.REUSE_RESOURCES,
-                   "download": stanza.DownloadMethod.DOWNLOAD_RESOURCES}
         if device == "auto":
             import torch
             use_gpu = torch.cuda.is_available()
         else:
             use_gpu = device == "cuda"
+        self.device = "cuda" if use_gpu else "cpu"
+        if is_model_dir(model_dir):  # mgsa-train-parser's: offline, whatever `download` says
+            self.pipeline = load_pipeline(model_dir, use_gpu=use_gpu, batch_size=batch_size)
+            return
+        import stanza
+
+        methods = {"none": stanza.DownloadMethod.NONE, "reuse": stanza.DownloadMethod.REUSE_RESOURCES,
+                   "download": stanza.DownloadMethod.DOWNLOAD_RESOURCES}
         kwargs = dict(processors="tokenize,pos,constituency", tokenize_pretokenized=True, use_gpu=use_gpu,
                       download_method=methods[download], pos_batch_size=batch_size,
                       constituency_batch_size=batch_size, logging_level="WARN")
@@ -65,8 +72,7 @@ class StanzaParser:
                 f"cannot load the stanza pipeline for language {lang!r} (tokenize,pos,constituency): "
                 f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''} -- on a machine with network "
                 f"access run with --stanza-download reuse (the default) once, or stanza.download({lang!r}), "
-                f"and point --stanza-dir at the models") from None
-        self.device = "cuda" if use_gpu else "cpu"
+                f"and point --stanza-dir at the models, or at a parser trained by mgsa-train-parser") from None
 
     def parse(self, sentences: List[List[str]]) -> List[str]:
         """One-line bracketed tree per sentence, in order."""

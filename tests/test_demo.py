@@ -50,7 +50,7 @@ def test_readme_section_is_rewritten_in_place(tmp_path):
     once = readme.read_text()
     assert once.startswith("# title\nbefore\n\n") and once.endswith("after\n")
     assert "old table" not in once
-    assert "| OTHER | 100.00 | +0.00 |" in once
+    assert "| OTHER | - | 100.00 | +0.00 |" in once
     assert "![BLEU gain by n-gram order](docs/demo/bleu_gain_by_ngram.png)" in once
     demo_report.update_readme(str(readme), results, "docs/demo")
     assert readme.read_text() == once
@@ -67,21 +67,42 @@ def test_a_missing_hypothesis_is_an_error_naming_the_file(tmp_path):
 
 
 def test_the_demo_runs_end_to_end_on_a_tiny_budget(tmp_path):
+    """Every row, the parser's included (a tiny parser training: the real one, not a stand-in)."""
     work, docs = tmp_path / "work", tmp_path / "docs"
     proc = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "demo", "run_demo.py"),
                            "--workdir", str(work), "--docs-dir", str(docs), "--no-readme", "--train-size", "300",
                            "--test-size", "30", "--max-update", "12", "--validate-every", "6",
-                           "--bootstrap-samples", "50"], cwd=tmp_path, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True)
+                           "--bootstrap-samples", "50", "--tagger-steps", "20", "--parser-epochs", "2"],
+                          cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert proc.returncode == 0, proc.stdout[-4000:]
     results = json.loads((work / "results.json").read_text())
-    assert list(results["models"]) == ["transformer", "mgsa_ngram", "mgsa_syntactic"]
+    rows = ["transformer", "mgsa_ngram", "mgsa_syntactic", "mgsa_syntactic_test_parser", "mgsa_syntactic_parser"]
+    assert list(results["models"]) == rows
     for name, m in results["models"].items():
         assert [u for u, _ in m["valid_curve"]] == [6, 12]
         assert 0.0 <= m["bleu"] <= 100.0
+    trees = {n: m["trees"] and (m["trees"]["train"], m["trees"]["test"]) for n, m in results["models"].items()}
+    assert trees == {"transformer": None, "mgsa_ngram": None, "mgsa_syntactic": ("gold", "gold"),
+                     "mgsa_syntactic_test_parser": ("gold", "parser"), "mgsa_syntactic_parser": ("parser", "parser")}
+    # one model trained on gold trees serves both of its rows; the parser-tree model is its own
+    m = results["models"]
+    assert m["mgsa_syntactic_test_parser"]["valid_curve"] == m["mgsa_syntactic"]["valid_curve"]
+    assert sorted(os.listdir(work / "checkpoints")) == ["mgsa_ngram", "mgsa_syntactic", "mgsa_syntactic_parser",
+                                                        "transformer"]
     assert "train: 3 phrase levels" in (work / "logs" / "train.mgsa_syntactic.log").read_text()
+    assert "train: 3 phrase levels" in (work / "logs" / "train.mgsa_syntactic_parser.log").read_text()
+    # the parser's F1, recomputed from its test trees with preprocess/bracket_score.py
+    from preprocess.bracket_score import score_files
+
+    parser = results["parser"]
+    f1 = score_files(str(work / "raw" / "test.src.tree"), str(work / "data-bin-parser" / "trees" / "test.src.tree")).f1
+    assert parser["test"]["f1"] == round(100 * f1, 2) and parser["test"]["sentences"] == 30
+    assert parser["train_trees"] == 300 and parser["megabytes"] > 0
+    # the gold-tree model tested on parser trees reads the same tokens, other phrase files
+    for name in ("test.src-tgt.src.bin", "test.src-tgt.tgt.bin", "dict.src.txt", "dict.src.tags.txt"):
+        assert (work / "data-bin-parser" / name).read_bytes() == (work / "data-bin" / name).read_bytes()
     table = (work / "results.md").read_text().splitlines()
-    assert len(table) == 2 + 3
+    assert len(table) == 2 + 5
     for png in ("bleu_gain_by_ngram.png", "valid_loss.png"):
         assert (docs / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         import matplotlib.image
@@ -90,13 +111,15 @@ def test_the_demo_runs_end_to_end_on_a_tiny_budget(tmp_path):
 
 @pytest.mark.slow
 def test_the_full_demo_puts_syntactic_mgsa_significantly_ahead(tmp_path):
-    """The README's main command at its default budget (about 7 minutes on 2 cores)."""
+    """The README's main command at its default budget (about 15 minutes on 2 cores)."""
     work = tmp_path / "work"
     proc = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "demo", "run_demo.py"),
                            "--workdir", str(work), "--docs-dir", str(tmp_path / "docs"), "--no-readme"],
                           cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert proc.returncode == 0, proc.stdout[-4000:]
-    models = json.loads((work / "results.json").read_text())["models"]
+    results = json.loads((work / "results.json").read_text())
+    models = results["models"]
+    assert "mgsa_syntactic_parser" in models and results["parser"]["test"]["sentences"] == 500
     syntactic, baseline = models["mgsa_syntactic"], models["transformer"]
     assert syntactic["bleu"] > baseline["bleu"] and syntactic["bleu_p_value"] < 0.05
     assert syntactic["chrf"] > baseline["chrf"] and syntactic["chrf_p_value"] < 0.05

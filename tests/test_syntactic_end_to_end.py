@@ -142,25 +142,15 @@ def preprocessed(data_bin, levels=3):
     return tokens, phrase_files
 
 
-@pytest.mark.parametrize("source_input", ["text", "trees"])
-def test_interactive_phrases_equal_mgsa_preprocess_phrase_files(data_bin, annotator_parts, source_input):
-    """Text parsed at decoding time (here by a stand-in parser that returns the gold tree)
-    and pre-parsed trees give exactly the tokens and phrase files of mgsa-preprocess."""
+def test_interactive_phrases_equal_mgsa_preprocess_phrase_files(data_bin, annotator_parts):
+    """Pre-parsed trees give exactly the tokens and phrase files of mgsa-preprocess. (Text
+    input, parsed by a real stanza parser trained in the tests, is checked the same way in
+    tests/preprocess/test_stanza_trained.py.)"""
     from fairseq_mgsa.data.inference_phrases import PhraseAnnotator
 
     src_dict, tag_dict, bpe, lines, trees = annotator_parts
-    gold = {tuple(line.split()): tree for line, tree in zip(lines, trees)}
-
-    class GoldParser:
-        calls = 0
-
-        def parse(self, sentences):
-            GoldParser.calls += 1
-            return [gold[tuple(words)] for words in sentences]
-
-    annotator = PhraseAnnotator(src_dict, tag_dict, 3, source_input, bpe=bpe, parser_factory=GoldParser)
-    tokens, phrases = annotator(lines if source_input == "text" else trees)
-    assert GoldParser.calls == (1 if source_input == "text" else 0)
+    annotator = PhraseAnnotator(src_dict, tag_dict, 3, "trees", bpe=bpe)
+    tokens, phrases = annotator(trees)
     ref_tokens, ref_levels = preprocessed(data_bin)
     assert len(tokens) == len(ref_tokens) == N_TEST
     for i in range(N_TEST):

@@ -8,7 +8,7 @@ import json
 import os
 import re
 from dataclasses import dataclass
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import matplotlib
 
@@ -30,6 +30,8 @@ class Run:
     refs: List[str]
     valid_curve: List[Tuple[int, float]]  # (updates, validation NLL in bits per token)
     train_minutes: float
+    system: str = ""  # the trained system (a row is a system + the trees it saw)
+    trees: Optional[Tuple[str, str]] = None  # source trees at (training, test): "gold" or "parser"
 
 
 def read_generate(path: str, expected: int) -> Tuple[List[str], List[str]]:
@@ -74,6 +76,8 @@ def score(runs: Dict[str, Run], baseline: str, bootstrap_samples: int) -> dict:
         bleu_n = [BLEU(max_ngram_order=k, force=True).corpus_score(runs[n].hyps, [refs]).score for k in range(1, MAX_ORDER + 1)]
         models[n] = {
             "label": runs[n].label,
+            "system": runs[n].system or n,
+            "trees": None if runs[n].trees is None else {"train": runs[n].trees[0], "test": runs[n].trees[1]},
             "bleu": round(bleu.score, 2), "chrf": round(chrf.score, 2),
             "bleu_p_value": bleu.p_value, "chrf_p_value": chrf.p_value,
             "bleu_bootstrap_mean": bleu.mean, "bleu_bootstrap_ci95": bleu.ci,
@@ -94,8 +98,9 @@ def fmt_p(p) -> str:
 
 def markdown_table(results: dict) -> str:
     base = results["models"][results["baseline"]]
-    lines = ["| model | BLEU | Δ BLEU | p (BLEU) | chrF | Δ chrF | p (chrF) | exact match % | valid NLL (bits) |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| model | trees (train / test) | BLEU | Δ BLEU | p (BLEU) | chrF | Δ chrF | p (chrF) | exact match % "
+             "| valid NLL (bits) |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for name, m in results["models"].items():
         nll = "-" if m["final_valid_nll"] is None else f"{m['final_valid_nll']:.3f}"
         if name == results["baseline"]:
@@ -103,7 +108,8 @@ def markdown_table(results: dict) -> str:
         else:
             d_bleu, d_chrf = f"{m['bleu'] - base['bleu']:+.2f}", f"{m['chrf'] - base['chrf']:+.2f}"
             p_bleu, p_chrf = fmt_p(m["bleu_p_value"]), fmt_p(m["chrf_p_value"])
-        lines.append(f"| {m['label']} | {m['bleu']:.2f} | {d_bleu} | {p_bleu} | {m['chrf']:.2f} | {d_chrf} "
+        trees = "-" if not m.get("trees") else f"{m['trees']['train']} / {m['trees']['test']}"
+        lines.append(f"| {m['label']} | {trees} | {m['bleu']:.2f} | {d_bleu} | {p_bleu} | {m['chrf']:.2f} | {d_chrf} "
                      f"| {p_chrf} | {m['exact_match']:.1f} | {nll} |")
     return "\n".join(lines)
 
@@ -158,6 +164,21 @@ def readme_section(results: dict, docs_rel: str) -> str:
     models = results["models"]
     better = [f"{m['label']} {m['bleu'] - models[results['baseline']]['bleu']:+.2f} BLEU (p = {fmt_p(m['bleu_p_value'])})"
               for n, m in models.items() if n != results["baseline"]]
+    parser = results.get("parser")
+    if parser:
+        t = parser["test"]
+        parser_text = [
+            "",
+            f"Parser trees: `mgsa-train-parser` trained stanza's tagger and parser on the {parser['train_trees']} gold "
+            f"training trees ({parser['tagger_steps']} tagger steps, {parser['parser_epochs']} parser epochs: "
+            f"{parser['train_minutes']} min, {parser['megabytes']} MB); on the test set its labeled bracket F1 is "
+            f"{t['f1']:.2f} (precision {t['precision']:.2f}, recall {t['recall']:.2f}; {t['exact_match']:.1f}% of the "
+            f"trees exact), scored by preprocess/bracket_score.py. Rows marked gold read the grammar's own trees, "
+            f"which tell the PP attachment the source string alone does not: they show what syntax is worth with "
+            f"an oracle parser. Rows marked parser read the trees this parser gives, as a user's data would.",
+        ]
+    else:
+        parser_text = []
     return "\n".join([
         README_START,
         f"Last run: {s['train_sentences']} training and {s['test_sentences']} test sentences from the grammar, "
@@ -165,6 +186,7 @@ def readme_section(results: dict, docs_rel: str) -> str:
         f"Against the baseline: {'; '.join(better)}. p-values: sacrebleu's paired bootstrap "
         f"({results['bootstrap_samples']} resamples, so {1 / (results['bootstrap_samples'] + 1):.4f} is the smallest "
         f"p it can give); exact match: hypotheses equal to the reference.",
+        *parser_text,
         "",
         markdown_table(results),
         "",

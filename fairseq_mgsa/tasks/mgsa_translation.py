@@ -39,7 +39,8 @@ class MGSATranslationConfig(TranslationConfig):
     )
     parser_lang: Optional[str] = field(default=None, metadata={"help": "stanza language (default: --source-lang)"})
     parser_device: ChoiceEnum(["auto", "cpu", "cuda"]) = field(default="auto", metadata={"help": "stanza device"})
-    stanza_dir: Optional[str] = field(default=None, metadata={"help": "stanza model directory"})
+    stanza_dir: Optional[str] = field(default=None, metadata={
+        "help": "stanza model directory, or a parser directory written by mgsa-train-parser (loaded offline)"})
 
 
 def tag_dictionary_path(data_path: str, src: str) -> str:

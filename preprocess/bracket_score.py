@@ -1,0 +1,109 @@
+"""Labeled bracket precision, recall and F1 of parsed trees against gold trees (PARSEVAL).
+
+Why a scorer of our own: stanza scores parses with Java CoreNLP's EvaluateParser
+(through `stanza.server.parser_eval`), which needs a CoreNLP jar that is not installed
+here and cannot be fetched. This one is the same measure in Python, written here for
+that reason: both trees are normalised as mgsa-preprocess normalises trees
+(preprocess/trees.py: function tags and empty elements removed, the ROOT bracket and
+constituents over one word dropped), every remaining constituent is a (label, start,
+end) bracket, and brackets are matched as multisets over the whole corpus. Unlike
+evalb's COLLINS.prm, punctuation is kept in the spans (the grammar's sentences end in
+'.', always attached the same way), so figures are comparable within this project.
+
+    python -m preprocess.bracket_score GOLD_TREES PARSED_TREES
+"""
+
+import argparse
+import sys
+from collections import Counter
+from dataclasses import dataclass
+from typing import Iterable, List, Tuple
+
+from .errors import PreprocessError
+from .trees import canonical_token, iter_tree_texts, parse_tree
+
+
+def brackets(text: str, path: str = None, line: int = None) -> Tuple[Counter, List[str]]:
+    """The labeled brackets (label, start, end) of one tree, and its words."""
+    top, leaves = parse_tree(text, path, line)
+    out = Counter()
+    stack = [top] if top is not None else []
+    while stack:
+        tag, start, end, children = stack.pop()
+        if children is not None:
+            out[(tag, start, end)] += 1
+            stack.extend(children)
+    return out, leaves
+
+
+@dataclass
+class Scores:
+    matched: int = 0
+    gold: int = 0
+    predicted: int = 0
+    sentences: int = 0
+    exact: int = 0  # sentences whose brackets all match
+
+    @property
+    def precision(self) -> float:
+        return self.matched / self.predicted if self.predicted else 0.0
+
+    @property
+    def recall(self) -> float:
+        return self.matched / self.gold if self.gold else 0.0
+
+    @property
+    def f1(self) -> float:
+        p, r = self.precision, self.recall
+        return 2 * p * r / (p + r) if p + r else 0.0
+
+    def add(self, gold: Counter, predicted: Counter) -> None:
+        self.matched += sum((gold & predicted).values())
+        self.gold += sum(gold.values())
+        self.predicted += sum(predicted.values())
+        self.sentences += 1
+        self.exact += gold == predicted
+
+    def as_dict(self) -> dict:
+        return {"f1": round(100 * self.f1, 2), "precision": round(100 * self.precision, 2),
+                "recall": round(100 * self.recall, 2),
+                "exact_match": round(100 * self.exact / max(self.sentences, 1), 2),
+                "sentences": self.sentences, "gold_brackets": self.gold, "predicted_brackets": self.predicted}
+
+
+def score_pairs(pairs: Iterable[Tuple[str, str]], gold_path: str = "gold", pred_path: str = "parsed") -> Scores:
+    """Scores of (gold tree text, parsed tree text) pairs; their words must agree."""
+    scores = Scores()
+    for i, (gold_text, pred_text) in enumerate(pairs, 1):
+        gold, gold_words = brackets(gold_text, gold_path, i)
+        pred, pred_words = brackets(pred_text, pred_path, i)
+        if [canonical_token(w) for w in gold_words] != [canonical_token(w) for w in pred_words]:
+            raise PreprocessError(f"tree {i} has other words than gold tree {i}: {' '.join(pred_words)[:60]!r} vs "
+                                  f"{' '.join(gold_words)[:60]!r}", pred_path)
+        scores.add(gold, pred)
+    return scores
+
+
+def score_files(gold_path: str, pred_path: str) -> Scores:
+    with open(gold_path, encoding="utf-8") as g, open(pred_path, encoding="utf-8") as p:
+        gold = [t for _, t in iter_tree_texts(g, gold_path)]
+        pred = [t for _, t in iter_tree_texts(p, pred_path)]
+    if len(gold) != len(pred):
+        raise PreprocessError(f"{len(pred)} trees for {len(gold)} gold trees in {gold_path}", pred_path)
+    return score_pairs(zip(gold, pred), gold_path, pred_path)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="python -m preprocess.bracket_score", description=__doc__.split("\n")[0])
+    p.add_argument("gold", help="gold trees (bracketed, one tree per sentence; a tree may span lines)")
+    p.add_argument("parsed", help="parsed trees, in the same order")
+    a = p.parse_args(argv)
+    try:
+        s = score_files(a.gold, a.parsed)
+    except PreprocessError as e:
+        sys.exit(f"bracket_score: error: {e}")
+    print(" ".join(f"{k} {v}" for k, v in s.as_dict().items()))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,77 @@
+"""mgsa-train-parser's input side (treebank -> stanza's training files) and the bracket scorer;
+no training here (that is test_stanza_trained.py)."""
+
+import pytest
+
+from preprocess.bracket_score import brackets, score_files, score_pairs
+from preprocess.errors import PreprocessError
+from preprocess.train_parser import main, read_treebank, write_conllu
+
+# A Penn Treebank .mrg excerpt as it comes: multi-line, function tags, indices, empty elements, escapes.
+PTB = """( (S
+    (NP-SBJ-1 (NNP Bush) )
+    (VP (VBD held)
+      (NP (DT a) (NN talk) )
+      (PP-LOC (IN with)
+        (NP (NNP Sharon) (-LRB- -LRB-) (NN AT&amp;T) (-RRB- -RRB-) ))
+      (S-ADV (NP-SBJ (-NONE- *-1) ) (VP (VBG smiling) )))
+    (. .) ))
+
+(ROOT (S (NP (DT The) (NN cat)) (VP (VBD sat)) (. .)))
+"""
+
+
+def test_treebank_is_normalised_as_mgsa_preprocess_reads_it(tmp_path):
+    path = tmp_path / "train.mrg"
+    path.write_text(PTB)
+    trees, stats = read_treebank(str(path))
+    assert [t for t, _, _ in trees] == [
+        "(ROOT (S (NNP Bush) (VP (VBD held) (NP (DT a) (NN talk)) (PP (IN with) (NP (NNP Sharon) (-LRB- -LRB-) "
+        "(NN AT&T) (-RRB- -RRB-))) (VBG smiling)) (. .)))",
+        "(ROOT (S (NP (DT The) (NN cat)) (VBD sat) (. .)))"]
+    # the words as the pipeline is given them at parsing time (escapes undone), the tags per word
+    assert trees[0][1] == ["Bush", "held", "a", "talk", "with", "Sharon", "(", "AT&T", ")", "smiling", "."]
+    assert trees[0][2] == ["NNP", "VBD", "DT", "NN", "IN", "NNP", "-LRB-", "NN", "-RRB-", "VBG", "."]
+    assert stats["none_removed"] == 1 and stats["emptied_removed"] == 1 and stats["empty_trees_skipped"] == 0
+    write_conllu(trees[1:], str(tmp_path / "t.conllu"))
+    assert (tmp_path / "t.conllu").read_text() == ("1\tThe\t_\tDT\tDT\t_\t0\troot\t_\t_\n"
+                                                   "2\tcat\t_\tNN\tNN\t_\t1\tdep\t_\t_\n"
+                                                   "3\tsat\t_\tVBD\tVBD\t_\t1\tdep\t_\t_\n"
+                                                   "4\t.\t_\t.\t.\t_\t1\tdep\t_\t_\n\n")
+
+
+def test_bracket_f1_by_hand():
+    gold = ("(ROOT (S (NP (DT the) (NN dog)) (VP (VBD saw) (NP (NP (DT a) (NN cat)) (PP (IN with) (NP (DT a) "
+            "(NN hat))))) (. .)))")
+    # the PP attached to the verb instead: S, NP(the dog), VP, NP(a cat), PP, NP(a hat) match;
+    # NP(a cat with a hat) is missed
+    pred = ("(ROOT (S (NP (DT the) (NN dog)) (VP (VBD saw) (NP (DT a) (NN cat)) (PP (IN with) (NP (DT a) "
+            "(NN hat)))) (. .)))")
+    assert sum(brackets(gold)[0].values()) == 7 and sum(brackets(pred)[0].values()) == 6
+    s = score_pairs([(gold, pred), (gold, gold)])
+    assert (s.matched, s.gold, s.predicted, s.exact) == (6 + 7, 14, 13, 1)
+    assert s.f1 == pytest.approx(2 * 13 / (14 + 13))
+    assert s.as_dict()["exact_match"] == 50.0
+
+
+def test_scorer_errors_name_the_file(tmp_path):
+    gold, pred = tmp_path / "gold", tmp_path / "pred"
+    gold.write_text("(S (A a) (B b))\n(S (A c) (B d))\n")
+    pred.write_text("(S (A a) (B b))\n")
+    with pytest.raises(PreprocessError, match=r"pred: 1 trees for 2 gold trees"):
+        score_files(str(gold), str(pred))
+    pred.write_text("(S (A a) (B b))\n(S (A c) (B x))\n")
+    with pytest.raises(PreprocessError, match=r"tree 2 has other words than gold tree 2"):
+        score_files(str(gold), str(pred))
+
+
+def test_bad_treebank_is_a_one_line_error(tmp_path, capsys):
+    bad = tmp_path / "train.mrg"
+    bad.write_text("(S (NP (DT a) (NN b))\n")
+    for train, expected in ((tmp_path / "missing.mrg", "cannot read the treebank"),
+                            (bad, "unbalanced bracket")):
+        with pytest.raises(SystemExit) as e:
+            main(["--train", str(train), "--dev", str(bad), "--out", str(tmp_path / "out"), "--quiet"])
+        assert e.value.code == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith(f"mgsa-train-parser: error: {train}") and expected in err[0]
