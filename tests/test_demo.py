@@ -41,6 +41,22 @@ def test_scores_are_sacrebleus_and_the_bootstrap_compares_against_the_baseline()
     assert list(results["signature"]) == ["BLEU", "chrF2"]
 
 
+def test_verdicts_and_the_spread_over_seeds():
+    worse = [r.replace("kun", "kunte") if i % 2 else r for i, r in enumerate(REFS)]
+    rs = runs(base=worse, perfect=list(REFS), same=list(worse))
+    rs["perfect"].seed_bleu, rs["base"].seed_bleu = {1: 100.0, 2: 90.0, 3: 95.0}, {1: 50.0, 2: 50.0, 3: 50.0}
+    for r, speed in zip(rs.values(), (2.0, 1.0, 4.0)):
+        r.updates_per_second, r.decode_sentences_per_second, r.params = speed, 2 * speed, 1000
+    m = demo_report.score(rs, "base", 100)["models"]
+    assert (m["base"]["verdict"], m["perfect"]["verdict"], m["same"]["verdict"]) == \
+        (None, "ahead", "not significantly different")
+    assert demo_report.verdict(-3.0, 0.01) == "behind" and demo_report.verdict(3.0, 0.2) == "not significantly different"
+    assert (m["perfect"]["seed_bleu_mean"], m["perfect"]["seed_bleu_sd"]) == (95.0, 5.0)  # sample sd of 100, 90, 95
+    assert m["perfect"]["train_speed_ratio"] == 0.5 and m["same"]["decode_speed_ratio"] == 2.0
+    table = demo_report.markdown_table({"baseline": "base", "models": m})
+    assert "| 95.00 ± 5.00 (3 seeds) |" in table and "| ahead |" in table
+
+
 def test_readme_section_is_rewritten_in_place(tmp_path):
     readme = tmp_path / "README.md"
     readme.write_text(f"# title\nbefore\n\n{demo_report.README_START}\nold table\n{demo_report.README_END}\nafter\n")
@@ -72,7 +88,8 @@ def test_the_demo_runs_end_to_end_on_a_tiny_budget(tmp_path):
     proc = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "demo", "run_demo.py"),
                            "--workdir", str(work), "--docs-dir", str(docs), "--no-readme", "--train-size", "300",
                            "--test-size", "30", "--max-update", "12", "--validate-every", "6",
-                           "--bootstrap-samples", "50", "--tagger-steps", "20", "--parser-epochs", "2"],
+                           "--bootstrap-samples", "50", "--tagger-steps", "20", "--parser-epochs", "2",
+                           "--systems", "transformer,mgsa_ngram,mgsa_syntactic", "--jobs", "2"],
                           cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert proc.returncode == 0, proc.stdout[-4000:]
     results = json.loads((work / "results.json").read_text())
@@ -101,6 +118,11 @@ def test_the_demo_runs_end_to_end_on_a_tiny_budget(tmp_path):
     # the gold-tree model tested on parser trees reads the same tokens, other phrase files
     for name in ("test.src-tgt.src.bin", "test.src-tgt.tgt.bin", "dict.src.txt", "dict.src.tags.txt"):
         assert (work / "data-bin-parser" / name).read_bytes() == (work / "data-bin" / name).read_bytes()
+    # parameters from the training logs; speeds relative to the baseline's
+    assert m["transformer"]["train_speed_ratio"] == m["transformer"]["decode_speed_ratio"] == 1.0
+    assert m["mgsa_syntactic"]["params"] > m["transformer"]["params"] > 0
+    assert all(r["decode_speed_ratio"] > 0 and r["train_speed_ratio"] > 0 for r in m.values())
+    assert m["transformer"]["verdict"] is None and all(r["verdict"] for n, r in m.items() if n != "transformer")
     table = (work / "results.md").read_text().splitlines()
     assert len(table) == 2 + 5
     for png in ("bleu_gain_by_ngram.png", "valid_loss.png"):

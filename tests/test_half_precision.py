@@ -86,7 +86,9 @@ def tiny_encoder_layer():
     d = Dictionary()
     for i in range(10):
         d.add_symbol(f"w{i}")
-    model = TranslationTask(args, d, d).build_model(args)
+    task = TranslationTask(args, d, d)
+    task.tag_dictionary = Dictionary()  # what mgsa_translation gives a syntactic model
+    model = task.build_model(args)
     layer = model.encoder.layers[0]
     assert isinstance(layer, MGSAEncoderLayer)
     return layer

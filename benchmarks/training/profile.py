@@ -57,11 +57,12 @@ def profile_model(args, task, batches, a, device):
     net_input, encoder, iters = sample["net_input"], model.encoder, a.profile_iters
     layer = encoder.layers[0]
     parts = {"layer 1": layer, "self-attention": layer.self_attn}
-    for g, memory in getattr(layer.self_attn, "phrase_memories", {}).items():
-        parts[f"{g}: phrase memory (composition + interaction)"] = memory
-        parts[f"{g}: composition"] = memory.composition
+    memory = getattr(layer.self_attn, "phrase_memory", None)  # every granularity at once
+    if memory is not None:
+        parts["phrase memory (composition + interaction)"] = memory
+        parts["composition"] = memory.composition
         if memory.interaction is not None:
-            parts[f"{g}: interaction"] = memory.interaction
+            parts["interaction"] = memory.interaction
     calls, hooks, encoder_out = {}, [], {}
     for label, module in parts.items():
         def record(mod, args_, kwargs_, label=label):
@@ -96,12 +97,12 @@ def profile_model(args, task, batches, a, device):
         if label not in calls:
             continue
         args_, kwargs_ = calls[label]
-        if label.endswith("self-attention") and not hasattr(module, "phrase_memories"):
+        if label.endswith("self-attention") and not hasattr(module, "phrase_memory"):
             kwargs_ = dict(kwargs_, need_weights=False)  # as fairseq's encoder layer calls it
         fn, x = replay(module, args_, kwargs_)
         rows[f"{label} ms"] = time_fwd_bwd(amp_fn(fn), [x], device, iters)
         if label.endswith("interaction"):
-            rows[f"{label}: phrases P"] = int(x.size(1))
+            rows[f"{label}: phrases P (the most of any granularity)"] = int(x.size(2))  # Gr x B x P x C
     if hasattr(encoder, "build_partitions"):
         mask = net_input["src_tokens"].eq(encoder.padding_idx)
         with torch.no_grad():

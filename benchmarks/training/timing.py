@@ -30,7 +30,7 @@ def build(args, task, device):
 
 def mgsa_param_count(model):
     return sum(p.numel() for n, p in model.named_parameters()
-               if ".phrase_memories." in n or "phrase_tag_classifier" in n)
+               if ".phrase_memory." in n or "phrase_tag_classifier" in n)
 
 
 def amp(a):

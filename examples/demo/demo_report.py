@@ -32,6 +32,36 @@ class Run:
     train_minutes: float
     system: str = ""  # the trained system (a row is a system + the trees it saw)
     trees: Optional[Tuple[str, str]] = None  # source trees at (training, test): "gold" or "parser"
+    params: Optional[int] = None
+    updates_per_second: Optional[float] = None  # fairseq-train's wall time (other jobs may have run beside it)
+    decode_sentences_per_second: Optional[float] = None  # fairseq-generate's own figure, beam 4
+    seed_bleu: Optional[Dict[int, float]] = None  # BLEU of every training seed, when there are several
+
+
+def corpus_bleu(hyps: List[str], refs: List[str]) -> float:
+    return round(BLEU(force=True).corpus_score(hyps, [refs]).score, 2)
+
+
+def read_params(train_log: str) -> Optional[int]:
+    """The model's parameter count from fairseq-train's log."""
+    with open(train_log) as f:
+        m = re.search(r"num\. (?:shared )?model params: ([\d,]+)", f.read())
+    return int(m.group(1).replace(",", "")) if m else None
+
+
+def read_decoding_speed(generate_log: str) -> Optional[float]:
+    """fairseq-generate's sentences/s (its 'Translated N sentences ... (X sentences/s' line)."""
+    with open(generate_log) as f:
+        m = re.search(r"Translated [\d,]+ sentences .*?\(([\d.]+) sentences/s", f.read())
+    return float(m.group(1)) if m else None
+
+
+def verdict(delta: float, p_value: Optional[float], alpha: float = 0.05) -> str:
+    """Whether a system is ahead of the baseline: only a difference with p < alpha counts."""
+    # delta 0: sacrebleu's bootstrap gives identical outputs its smallest p, not 1
+    if p_value is None or p_value >= alpha or delta == 0:
+        return "not significantly different"
+    return "ahead" if delta > 0 else "behind"
 
 
 def read_generate(path: str, expected: int) -> Tuple[List[str], List[str]]:
@@ -86,7 +116,22 @@ def score(runs: Dict[str, Run], baseline: str, bootstrap_samples: int) -> dict:
             "final_valid_nll": runs[n].valid_curve[-1][1] if runs[n].valid_curve else None,
             "valid_curve": runs[n].valid_curve,
             "train_minutes": round(runs[n].train_minutes, 1),
+            "params": runs[n].params,
+            "updates_per_second": runs[n].updates_per_second,
+            "decode_sentences_per_second": runs[n].decode_sentences_per_second,
+            "seed_bleu": runs[n].seed_bleu,
         }
+    base = models[baseline]
+    for n, m in models.items():
+        m["verdict"] = None if n == baseline else verdict(m["bleu"] - base["bleu"], m["bleu_p_value"])
+        for key, ratio in (("updates_per_second", "train_speed_ratio"),
+                           ("decode_sentences_per_second", "decode_speed_ratio")):
+            m[ratio] = round(m[key] / base[key], 3) if m[key] and base[key] else None
+        if m["seed_bleu"]:
+            values = list(m["seed_bleu"].values())
+            mean = sum(values) / len(values)
+            m["seed_bleu_mean"] = round(mean, 2)
+            m["seed_bleu_sd"] = round((sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5, 2)
     return {"baseline": baseline, "bootstrap_samples": bootstrap_samples,
             "signature": {name: str(sig) for name, sig in signatures.items()},
             "models": models}
@@ -96,11 +141,17 @@ def fmt_p(p) -> str:
     return "-" if p is None else f"{p:.4f}"
 
 
+def fmt_ratio(r) -> str:
+    return "-" if r is None else f"{r:.2f}"
+
+
 def markdown_table(results: dict) -> str:
     base = results["models"][results["baseline"]]
-    lines = ["| model | trees (train / test) | BLEU | Δ BLEU | p (BLEU) | chrF | Δ chrF | p (chrF) | exact match % "
-             "| valid NLL (bits) |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    seeds = any(m.get("seed_bleu") for m in results["models"].values())
+    lines = ["| model | trees (train / test) | BLEU | Δ BLEU | p (BLEU) | against the baseline | chrF | Δ chrF | p (chrF) "
+             "| exact match % | valid NLL (bits) | params | train speed × | decode speed ×"
+             + (" | BLEU over seeds, mean ± sd |" if seeds else " |"),
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if seeds else "")]
     for name, m in results["models"].items():
         nll = "-" if m["final_valid_nll"] is None else f"{m['final_valid_nll']:.3f}"
         if name == results["baseline"]:
@@ -109,8 +160,15 @@ def markdown_table(results: dict) -> str:
             d_bleu, d_chrf = f"{m['bleu'] - base['bleu']:+.2f}", f"{m['chrf'] - base['chrf']:+.2f}"
             p_bleu, p_chrf = fmt_p(m["bleu_p_value"]), fmt_p(m["chrf_p_value"])
         trees = "-" if not m.get("trees") else f"{m['trees']['train']} / {m['trees']['test']}"
-        lines.append(f"| {m['label']} | {trees} | {m['bleu']:.2f} | {d_bleu} | {p_bleu} | {m['chrf']:.2f} | {d_chrf} "
-                     f"| {p_chrf} | {m['exact_match']:.1f} | {nll} |")
+        params = "-" if not m.get("params") else f"{m['params'] / 1e6:.3f}M"
+        train, decode = (fmt_ratio(m.get(k)) for k in ("train_speed_ratio", "decode_speed_ratio"))
+        over_seeds = ""
+        if seeds:
+            over_seeds = (f" {m['seed_bleu_mean']:.2f} ± {m['seed_bleu_sd']:.2f} ({len(m['seed_bleu'])} seeds) |"
+                          if m.get("seed_bleu") else " - |")
+        lines.append(f"| {m['label']} | {trees} | {m['bleu']:.2f} | {d_bleu} | {p_bleu} | {m.get('verdict') or ''} "
+                     f"| {m['chrf']:.2f} | {d_chrf} | {p_chrf} | {m['exact_match']:.1f} | {nll} | {params} "
+                     f"| {train} | {decode} |{over_seeds}")
     return "\n".join(lines)
 
 
@@ -185,7 +243,13 @@ def readme_section(results: dict, docs_rel: str) -> str:
         f"{s['max_update']} updates per model (seed {s['seed']}), {s['minutes']} minutes in all. "
         f"Against the baseline: {'; '.join(better)}. p-values: sacrebleu's paired bootstrap "
         f"({results['bootstrap_samples']} resamples, so {1 / (results['bootstrap_samples'] + 1):.4f} is the smallest "
-        f"p it can give); exact match: hypotheses equal to the reference.",
+        f"p it can give), and a system counts as ahead or behind only where p < 0.05; exact match: hypotheses "
+        f"equal to the reference. Speeds are relative to the baseline: training by fairseq-train's wall time "
+        f"({s.get('jobs', 1)} models trained at once, so only a rough guide: `benchmarks/bench_training.py` times "
+        f"the systems on identical batches), decoding by fairseq-generate's sentences/s (beam 4, one at a time)."
+        + (f" BLEU over seeds: the same data and budget with training seeds {', '.join(map(str, s['seeds']))} "
+           f"(the bootstrap p covers test-set sampling only, the seeds' spread covers training)."
+           if len(s.get("seeds", [])) > 1 else ""),
         *parser_text,
         "",
         markdown_table(results),

@@ -1,5 +1,6 @@
-"""The main job, offline on CPU: fairseq's Transformer vs n-gram and syntactic MG-SA,
-with gold trees and with the trees of a parser the demo trains itself.
+"""The main job, offline on CPU: every system of the registry (fairseq_mgsa/systems.py:
+fairseq's Transformer, MG-SA, phrase-based attention, HySAN) on equal terms, the
+syntactic ones with gold trees and with the trees of a parser the demo trains itself.
 
 1. A parallel corpus from the project's grammar (preprocess/synthetic.py), in which the
    target depends on the source's constituents (verb-final verb phrases, adjectives
@@ -8,10 +9,9 @@ with gold trees and with the trees of a parser the demo trains itself.
 3. `mgsa-train-parser` on the gold training trees (stanza's tagger and parser, offline), then
    `mgsa-preprocess --parser stanza` on the same text with the same dictionaries: phrase
    files from parser trees; the parser's labeled bracket F1 on the test set.
-4. `fairseq-train` of the systems with the same dimensions, data, seed and budget:
-   fairseq's `transformer`; n-gram MG-SA (word,ngram2,ngram3,ngram4, SAN, layer 1);
-   syntactic MG-SA, the paper's default (`mgsa_transformer_syntactic`: word + top 3 tree
-   levels, SAN, ON-LSTM, phrase-tag loss), once on gold trees, once on parser trees.
+4. `fairseq-train` of every system (`--systems` for a subset) with the same dimensions,
+   data, seed and budget, `--jobs` at a time (one thread each); a system that reads
+   trees (syntactic MG-SA, the paper's default) once on gold trees, once on parser trees.
 5. `fairseq-generate` on the test set for every row (a system + the trees it was trained
    and tested on); sacrebleu BLEU and chrF, paired bootstrap resampling against the
    baseline; BLEU-N gaps for N = 1..8 (the paper's Figure 2).
@@ -20,16 +20,18 @@ with gold trees and with the trees of a parser the demo trains itself.
 
 Every step is the real command a user would run; logs are in --workdir/logs.
 
-    python examples/demo/run_demo.py [--workdir DIR] [--max-update N] [--train-size N]
+    python examples/demo/run_demo.py [--workdir DIR] [--systems a,b] [--seeds 1,2,3] [--jobs N]
 """
 
 import argparse
 import os
+import queue
 import re
 import shutil
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Optional
 
@@ -39,6 +41,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path[:0] = [ROOT, HERE]
 import demo_report as report  # noqa: E402
+from fairseq_mgsa import systems as registry  # noqa: E402
 from preprocess.synthetic import write_corpus  # noqa: E402
 
 USER_DIR = os.path.join(ROOT, "fairseq_mgsa")
@@ -49,19 +52,6 @@ SMALL = [  # the same small dimensions for every model (4 heads: one per granula
     "--encoder-attention-heads", "4", "--decoder-attention-heads", "4",
     "--share-all-embeddings",
 ]
-# system -> (label, task, arch and MG-SA options, criterion options). The baseline and the
-# n-gram model need no phrase files: fairseq's translation task reads the same binaries.
-SYSTEMS = {
-    "transformer": ("Transformer (fairseq)", "translation", ["--arch", "transformer"],
-                    ["--criterion", "label_smoothed_cross_entropy"]),
-    "mgsa_ngram": ("MG-SA n-gram", "translation",
-                   ["--arch", "mgsa_transformer", "--mgsa-granularities", "word,ngram2,ngram3,ngram4"],
-                   ["--criterion", "label_smoothed_cross_entropy"]),
-    "mgsa_syntactic": ("MG-SA syntactic (paper default)", "mgsa_translation", ["--arch", "mgsa_transformer_syntactic"],
-                       ["--criterion", "label_smoothed_cross_entropy_with_phrase_tags"]),
-}
-
-
 @dataclass(frozen=True)
 class Row:
     """One row of the results: a system, and the source trees (None, "gold" or "parser") its
@@ -72,30 +62,44 @@ class Row:
     test_trees: Optional[str] = None
 
 
-ROWS = {
-    "transformer": Row("transformer"),
-    "mgsa_ngram": Row("mgsa_ngram"),
-    "mgsa_syntactic": Row("mgsa_syntactic", "gold", "gold"),
-    "mgsa_syntactic_test_parser": Row("mgsa_syntactic", "gold", "parser"),
-    "mgsa_syntactic_parser": Row("mgsa_syntactic", "parser", "parser"),
-}
+def rows_of(system: registry.System, parser_rows: bool):
+    """A system's rows: one, or for a system that reads trees, gold trees and (with
+    parser_rows) gold-trained tested on parser trees, and trained and tested on parser trees."""
+    if not system.needs_trees:
+        return {system.name: Row(system.name)}
+    rows = {system.name: Row(system.name, "gold", "gold")}
+    if parser_rows:
+        rows[f"{system.name}_test_parser"] = Row(system.name, "gold", "parser")
+        rows[f"{system.name}_parser"] = Row(system.name, "parser", "parser")
+    return rows
+
+
+def system_args(system: registry.System):
+    """The registry's options of `system` at the demo's small dimensions (its base arch)."""
+    return ["--task", system.task, "--arch", system.arch("base"), *SMALL, *system.model_args,
+            "--criterion", system.criterion, *system.criterion_args]
 TREE_LABELS = {("gold", "gold"): "gold trees", ("gold", "parser"): "gold trees, tested on parser trees",
                ("parser", "parser"): "parser trees"}
-BASELINE = "transformer"
+BASELINE = registry.BASELINE
 
 
 class CommandFailed(Exception):
     pass
 
 
-def run(cmd, log, total_updates=None, desc=None):
+def run(cmd, log, total_updates=None, desc=None, position=None, threads=None):
     """Run `cmd`, its output going to `log`; with total_updates, a progress bar follows
-    fairseq-train's num_updates."""
+    fairseq-train's num_updates. Returns the seconds it took."""
     cmd = [str(c) for c in cmd]
-    bar = tqdm(total=total_updates, desc=desc, unit="upd", leave=True) if total_updates else None
+    # this checkout's packages first, also where an older copy is installed
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])))
+    if threads:
+        env["OMP_NUM_THREADS"] = str(threads)
+    bar = tqdm(total=total_updates, desc=desc, unit="upd", leave=True, position=position) if total_updates else None
+    t0 = time.time()
     with open(log, "w") as f:
         f.write("$ " + " ".join(cmd) + "\n")
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
         for line in proc.stdout:
             f.write(line)
             m = bar is not None and re.search(r"num_updates[= ](\d+)", line)
@@ -106,6 +110,7 @@ def run(cmd, log, total_updates=None, desc=None):
         bar.close()
     if proc.returncode != 0:
         raise CommandFailed(f"{cmd[0]} failed (exit {proc.returncode}); see {log}")
+    return time.time() - t0
 
 
 def main(argv=None):
@@ -115,9 +120,17 @@ def main(argv=None):
     p.add_argument("--test-size", type=int, default=500)
     p.add_argument("--max-update", type=int, default=1200, help="training budget of every model")
     p.add_argument("--validate-every", type=int, default=100, help="updates between validations (loss curves)")
-    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--systems", default=",".join(registry.SYSTEMS),
+                   help=f"systems of the registry, comma-separated (default: all: {','.join(registry.SYSTEMS)})")
+    p.add_argument("--no-parser-rows", action="store_true",
+                   help="no parser: systems that read trees are trained and tested on gold trees only")
+    p.add_argument("--seeds", default="1",
+                   help="training seeds, comma-separated: the table's scores and p-values are the first seed's; "
+                        "with several, the BLEU of every seed, its mean and spread are reported beside them")
+    p.add_argument("--data-seed", type=int, default=1, help="seed of the generated corpus")
+    p.add_argument("--jobs", type=int, default=2,
+                   help="models trained at once, with (CPU cores / jobs) threads each (results do not depend on it)")
     p.add_argument("--bootstrap-samples", type=int, default=1000)
-    p.add_argument("--models", default=",".join(ROWS), help=f"rows, comma-separated, from {','.join(ROWS)}")
     p.add_argument("--parser-epochs", type=int, default=3,
                    help="mgsa-train-parser --parser-epochs (its default, 20, is for a few hundred trees)")
     p.add_argument("--tagger-steps", type=int, default=200, help="mgsa-train-parser --tagger-steps")
@@ -125,12 +138,20 @@ def main(argv=None):
                    help="where the table and plots are copied for the README")
     p.add_argument("--no-readme", action="store_true", help="do not rewrite the README's results section")
     a = p.parse_args(argv)
-    rows = [m for m in a.models.split(",") if m]
-    unknown = [m for m in rows if m not in ROWS]
-    if unknown or BASELINE not in rows:
-        p.error(f"--models: unknown {unknown}" if unknown else f"--models must include the baseline {BASELINE}")
     try:
-        run_demo(a, rows)
+        systems = registry.select(a.systems)
+        seeds = [int(x) for x in a.seeds.split(",") if x.strip()]
+    except ValueError as e:
+        p.error(str(e))
+    if BASELINE not in [s.name for s in systems]:
+        p.error(f"--systems must include the baseline {BASELINE}")
+    if not seeds or a.jobs < 1:
+        p.error("--seeds needs at least one seed and --jobs at least 1")
+    rows = {}
+    for system in systems:
+        rows.update(rows_of(system, not a.no_parser_rows))
+    try:
+        run_demo(a, rows, seeds)
     except (CommandFailed, ValueError) as e:
         sys.exit(f"demo: error: {e}")
 
@@ -154,7 +175,7 @@ def train_parser(a, raw, work, gold_data, logs):
     print(f"[demo] 3/6 mgsa-train-parser on {a.train_size} gold training trees -> {parser_dir}", flush=True)
     run([sys.executable, "-m", "preprocess.train_parser", "--train", f"{raw}/train.src.tree",
          "--dev", f"{raw}/valid.src.tree", "--out", parser_dir, "--parser-epochs", a.parser_epochs,
-         "--tagger-steps", a.tagger_steps, "--seed", a.seed], os.path.join(logs, "train_parser.log"))
+         "--tagger-steps", a.tagger_steps, "--seed", a.data_seed], os.path.join(logs, "train_parser.log"))
     print(f"[demo] 3/6 mgsa-preprocess --parser stanza --stanza-dir {parser_dir} -> {data}", flush=True)
     shutil.rmtree(data, ignore_errors=True)
     t0 = time.time()
@@ -172,7 +193,7 @@ def train_parser(a, raw, work, gold_data, logs):
     }
 
 
-def run_demo(a, rows):
+def run_demo(a, rows, seeds):
     start = time.time()
     work = os.path.abspath(a.workdir)
     raw, logs = os.path.join(work, "raw"), os.path.join(work, "logs")
@@ -180,59 +201,86 @@ def run_demo(a, rows):
     os.makedirs(logs, exist_ok=True)
 
     print(f"[demo] 1/6 corpus: {a.train_size} training sentences with gold trees -> {raw}", flush=True)
-    write_corpus(raw, (("train", a.train_size), ("valid", 200), ("test", a.test_size)), seed=a.seed)
+    write_corpus(raw, (("train", a.train_size), ("valid", 200), ("test", a.test_size)), seed=a.data_seed)
 
     print(f"[demo] 2/6 mgsa-preprocess --trees-suffix tree -> {data['gold']}", flush=True)
     shutil.rmtree(data["gold"], ignore_errors=True)
     preprocess(raw, data["gold"], os.path.join(logs, "preprocess.log"), "--trees-suffix", "tree")
 
     parser = None
-    if any("parser" in (ROWS[r].train_trees, ROWS[r].test_trees) for r in rows):
+    if any("parser" in (row.train_trees, row.test_trees) for row in rows.values()):
         data["parser"], parser = train_parser(a, raw, work, data["gold"], logs)
         print(f"[demo] parser: labeled bracket F1 {parser['test']['f1']:.2f} on the test set "
               f"(trained in {parser['train_minutes']} min, {parser['megabytes']} MB)", flush=True)
 
-    runs, trained = {}, {}
-    for name in rows:
-        row = ROWS[name]
-        label, task, arch, criterion = SYSTEMS[row.system]
-        key = (row.system, row.train_trees)
-        if key not in trained:  # one model per system and training trees
-            run_name = row.system + (f"_{row.train_trees}" if row.train_trees not in (None, "gold") else "")
-            save = os.path.join(work, "checkpoints", run_name)
-            shutil.rmtree(save, ignore_errors=True)  # the same budget from scratch, also on a rerun
-            t0 = time.time()
-            train_log = os.path.join(logs, f"train.{run_name}.log")
-            run(["fairseq-train", data[row.train_trees], "--user-dir", USER_DIR, "--task", task, *arch, *SMALL,
-                 *criterion, "--label-smoothing", "0.1", "--optimizer", "adam", "--adam-betas", "(0.9, 0.98)",
-                 "--lr", "1e-3", "--lr-scheduler", "inverse_sqrt", "--warmup-updates", "200", "--dropout", "0.1",
-                 "--max-tokens", "2048", "--max-update", a.max_update, "--seed", a.seed,
-                 "--validate-interval", "1000", "--validate-interval-updates", a.validate_every,
-                 "--save-dir", save, "--no-epoch-checkpoints", "--save-interval-updates", a.validate_every,
-                 "--keep-interval-updates", "1", "--no-progress-bar", "--log-format", "simple",
-                 "--log-interval", "10", "--cpu"],
-                train_log, total_updates=a.max_update, desc=f"[demo] 4/6 train {run_name}")
-            trained[key] = (save, report.read_valid_curve(train_log), (time.time() - t0) / 60)
-        save, curve, train_minutes = trained[key]
+    # one model per system, training trees and seed; all of them trained `--jobs` at a time
+    models = {}
+    for row in rows.values():
+        for seed in seeds:
+            run_name = row.system + (f"_{row.train_trees}" if row.train_trees not in (None, "gold") else "") + \
+                (f"_seed{seed}" if seed != seeds[0] else "")
+            models.setdefault((row.system, row.train_trees, seed), run_name)
+    threads = max(1, (os.cpu_count() or 1) // a.jobs)
 
-        out = os.path.join(logs, f"generate.{name}.txt")
-        print(f"[demo] 5/6 fairseq-generate {name}", flush=True)
-        # --required-batch-size-multiple 1: fairseq drops a last batch smaller than the
-        # multiple (default 8), which would silently skip test sentences.
-        run(["fairseq-generate", data[row.test_trees], "--user-dir", USER_DIR, "--task", task,
-             "--path", f"{save}/checkpoint_best.pt", "--gen-subset", "test", "--beam", "4",
-             "--max-tokens", "4096", "--required-batch-size-multiple", "1", "--cpu"], out)
-        hyps, refs = report.read_generate(out, a.test_size)
+    positions = queue.Queue()  # a free line of the terminal for each running job's progress bar
+    for i in range(a.jobs):
+        positions.put(i)
+
+    def train(key):
+        (system, train_trees, seed), run_name = key, models[key]
+        position = positions.get()
+        save = os.path.join(work, "checkpoints", run_name)
+        shutil.rmtree(save, ignore_errors=True)  # the same budget from scratch, also on a rerun
+        log = os.path.join(logs, f"train.{run_name}.log")
+        seconds = run(["fairseq-train", data[train_trees], "--user-dir", USER_DIR,
+                       *system_args(registry.get(system)),
+                       "--label-smoothing", "0.1", "--optimizer", "adam", "--adam-betas", "(0.9, 0.98)",
+                       "--lr", "1e-3", "--lr-scheduler", "inverse_sqrt", "--warmup-updates", "200", "--dropout", "0.1",
+                       "--max-tokens", "2048", "--max-update", a.max_update, "--seed", seed,
+                       "--validate-interval", "1000", "--validate-interval-updates", a.validate_every,
+                       "--save-dir", save, "--no-epoch-checkpoints", "--save-interval-updates", a.validate_every,
+                       "--keep-interval-updates", "1", "--no-progress-bar", "--log-format", "simple",
+                       "--log-interval", "10", "--cpu"],
+                      log, total_updates=a.max_update, desc=f"[demo] 4/6 train {run_name}",
+                      position=position, threads=threads)
+        positions.put(position)
+        return key, (save, report.read_valid_curve(log), seconds / 60, report.read_params(log))
+
+    with ThreadPoolExecutor(max_workers=a.jobs) as pool:
+        trained = dict(pool.map(train, models))
+
+    runs = {}
+    for name, row in rows.items():
+        label, task = registry.get(row.system).label, registry.get(row.system).task
         trees = (row.train_trees, row.test_trees)
-        runs[name] = report.Run(name, label + (f", {TREE_LABELS[trees]}" if row.train_trees else ""), hyps, refs,
-                                curve, train_minutes, system=row.system, trees=None if row.train_trees is None
-                                else trees)
+        seed_bleu = {}
+        for seed in seeds:
+            save, curve, train_minutes, params = trained[(row.system, row.train_trees, seed)]
+            out = os.path.join(logs, f"generate.{name}" + (f".seed{seed}" if seed != seeds[0] else "") + ".txt")
+            print(f"[demo] 5/6 fairseq-generate {name} (seed {seed})", flush=True)
+            # --required-batch-size-multiple 1: fairseq drops a last batch smaller than the
+            # multiple (default 8), which would silently skip test sentences. One at a
+            # time, with every core: its speed is compared with the baseline's.
+            run(["fairseq-generate", data[row.test_trees], "--user-dir", USER_DIR, "--task", task,
+                 "--path", f"{save}/checkpoint_best.pt", "--gen-subset", "test", "--beam", "4",
+                 "--max-tokens", "4096", "--required-batch-size-multiple", "1", "--cpu"], out)
+            hyps, refs = report.read_generate(out, a.test_size)
+            seed_bleu[seed] = report.corpus_bleu(hyps, refs)
+            if seed == seeds[0]:
+                runs[name] = report.Run(
+                    name, label + (f", {TREE_LABELS[trees]}" if row.train_trees else ""), hyps, refs, curve,
+                    train_minutes, system=row.system, trees=None if row.train_trees is None else trees,
+                    params=params, updates_per_second=a.max_update / (60 * train_minutes),
+                    decode_sentences_per_second=report.read_decoding_speed(out))
+        if len(seeds) > 1:
+            runs[name].seed_bleu = seed_bleu
 
     print("[demo] 6/6 scoring (sacrebleu, paired bootstrap against the baseline) and plots", flush=True)
     results = report.score(runs, BASELINE, a.bootstrap_samples)
     results["setup"] = {
         "train_sentences": a.train_size, "test_sentences": a.test_size, "max_update": a.max_update,
-        "seed": a.seed, "dims": " ".join(SMALL), "minutes": round((time.time() - start) / 60, 1),
+        "seed": seeds[0], "seeds": seeds, "data_seed": a.data_seed, "jobs": a.jobs, "dims": " ".join(SMALL),
+        "minutes": round((time.time() - start) / 60, 1),
     }
     if parser is not None:
         results["parser"] = parser
