@@ -9,28 +9,24 @@ Options (dataclass fields, so fairseq-hydra-train sees them too): --hysan-encode
 --hysan-directional-exclude-self, --hysan-encoder-layers, --hysan-decoder-layers.
 """
 
-import argparse
 from dataclasses import dataclass, field
-from typing import List
 
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
-from fairseq.dataclass.utils import gen_parser_from_dataclass
 from fairseq.distributed import fsdp_wrap
 from fairseq.models import register_model, register_model_architecture
 from fairseq.models.transformer import (
     TransformerConfig,
     TransformerDecoderBase,
     TransformerEncoderBase,
-    TransformerModel,
     base_architecture,
     transformer_iwslt_de_en,
     transformer_vaswani_wmt_en_de_big,
 )
 from fairseq.modules.transformer_layer import TransformerDecoderLayerBase, TransformerEncoderLayerBase
 from fairseq.modules.checkpoint_activations import checkpoint_wrapper
-from omegaconf import DictConfig, OmegaConf
 
 from ..errors import MGSAError
+from .flat_config import FlatConfigTransformerModel, parse_layers
 from ..modules.branch_fusion import FUSIONS
 from ..modules.hybrid_attention import Branch, HybridMultiheadAttention, parse_branches
 
@@ -66,23 +62,6 @@ class HySANConfig(FairseqDataclass):
     hysan_decoder_layers: str = field(
         default="all", metadata={"help": "decoder layers (1 = bottom) with HySAN: comma-separated list or 'all'"}
     )
-
-
-def parse_layers(spec: str, num_layers: int, option: str) -> List[int]:
-    """'1,3' / 'all' -> 0-based layer indices (as --mgsa-layers); one-line MGSAError otherwise."""
-    spec = str(spec).strip()
-    if spec == "all":
-        return list(range(num_layers))
-    try:
-        layers = [int(s) for s in spec.split(",") if s.strip()]
-    except ValueError:
-        layers = []
-    if not layers:
-        raise MGSAError(f"{option} {spec!r}: expected comma-separated layer numbers (1 = bottom) or 'all'")
-    for i in layers:
-        if not 1 <= i <= num_layers:
-            raise MGSAError(f"{option} {spec!r}: layer {i} is out of range, the stack has layers 1..{num_layers}")
-    return sorted(set(i - 1 for i in layers))
 
 
 def _hybrid_attention(layer, cfg, embed_dim: int, heads: int, branches, causal: bool):
@@ -140,21 +119,10 @@ class HySANTransformerDecoder(TransformerDecoderBase):
 
 # Configured through argparse like `mgsa_transformer` (see there why the fields are flat).
 @register_model("hysan_transformer")
-class HySANTransformerModel(TransformerModel):
+class HySANTransformerModel(FlatConfigTransformerModel):
     """Transformer with HySAN's hybrid self-attention (Song et al., arXiv:1811.00253)."""
 
-    @classmethod
-    def add_args(cls, parser):
-        super().add_args(parser)
-        # no defaults on the command line, so that architectures can fill them in
-        gen_parser_from_dataclass(parser, HySANConfig(), delete_default=True)
-
-    @classmethod
-    def build_model(cls, args, task):
-        if isinstance(args, DictConfig):
-            # fairseq-hydra-train: keep the hysan_* keys (see MGSATransformerModel.build_model)
-            args = argparse.Namespace(**OmegaConf.to_container(args, resolve=True))
-        return super().build_model(args, task)
+    CONFIG = HySANConfig
 
     @classmethod
     def build_encoder(cls, args, src_dict, embed_tokens):

@@ -6,28 +6,25 @@ line they are --mgsa-layers, --mgsa-granularities, --mgsa-composition,
 --mgsa-interaction and --mgsa-onlstm-chunk-size.
 """
 
-import argparse
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
 import torch
 import torch.nn as nn
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
-from fairseq.dataclass.utils import gen_parser_from_dataclass
 from fairseq.models import register_model, register_model_architecture
 from fairseq.models.transformer import (
     TransformerEncoderBase,
     base_architecture,
-    TransformerModel,
     transformer_iwslt_de_en,
     transformer_vaswani_wmt_en_de_big,
 )
 from fairseq.distributed import fsdp_wrap
 from fairseq.modules.checkpoint_activations import checkpoint_wrapper
-from omegaconf import DictConfig, OmegaConf
 from torch import Tensor
 
 from ..errors import MGSAError
+from .flat_config import FlatConfigTransformerModel, parse_layers
 
 from ..modules.mgsa_encoder_layer import MGSAEncoderLayer, parse_granularities, phrase_granularities
 from ..modules.multi_granularity_attention import check_granularity
@@ -58,18 +55,7 @@ class MGSAConfig(FairseqDataclass):
 
 
 def parse_mgsa_layers(spec: str, num_layers: int) -> List[int]:
-    """'1,3' / 'all' -> 0-based layer indices; clear errors for anything else."""
-    spec = str(spec).strip()
-    if spec == "all":
-        return list(range(num_layers))
-    try:
-        layers = [int(s) for s in spec.split(",") if s.strip()]
-    except ValueError:
-        raise MGSAError(f"--mgsa-layers {spec!r}: expected comma-separated layer numbers (1 = bottom) or 'all'")
-    for i in layers:
-        if not 1 <= i <= num_layers:
-            raise MGSAError(f"--mgsa-layers {spec!r}: layer {i} is out of range, the encoder has layers 1..{num_layers}")
-    return sorted(set(i - 1 for i in layers))
+    return parse_layers(spec, num_layers, "--mgsa-layers", "encoder")
 
 
 class MGSATransformerEncoder(TransformerEncoderBase):
@@ -185,25 +171,16 @@ class MGSATransformerEncoder(TransformerEncoderBase):
         }
 
 
-# Like fairseq's `transformer`, the model is configured through argparse: fairseq's
-# TransformerConfig nests dataclasses, which fairseq cannot turn into a registered
-# model config, so the MG-SA fields live in a flat dataclass of their own.
+# Configured through argparse, with the MG-SA fields in a flat dataclass (flat_config.py says why).
 @register_model("mgsa_transformer")
-class MGSATransformerModel(TransformerModel):
+class MGSATransformerModel(FlatConfigTransformerModel):
     """Transformer with Multi-Granularity Self-Attention (Hao et al., EMNLP 2019) in its encoder."""
 
-    @classmethod
-    def add_args(cls, parser):
-        super().add_args(parser)
-        # no defaults on the command line, so that architectures can fill them in
-        gen_parser_from_dataclass(parser, MGSAConfig(), delete_default=True)
+    CONFIG = MGSAConfig
 
     @classmethod
     def build_model(cls, args, task):
-        if isinstance(args, DictConfig):
-            # fairseq-hydra-train hands a DictConfig, whose keys TransformerConfig.from_namespace
-            # cannot see (it reads vars()); the namespace form keeps the MG-SA fields.
-            args = argparse.Namespace(**OmegaConf.to_container(args, resolve=True))
+        args = cls.as_namespace(args)
         mgsa_defaults(args)
         granularities = parse_granularities(args.mgsa_granularities)
         syntactic = any(SYNTACTIC.match(g) for g in granularities)

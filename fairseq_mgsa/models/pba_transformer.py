@@ -7,27 +7,24 @@ layer are fairseq's. Reads the `translation` task's data. Options are dataclass 
 --pba-roles, --pba-layers, --pba-queryk-shared-key.
 """
 
-import argparse
 from dataclasses import dataclass, field
 from typing import List
 
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
-from fairseq.dataclass.utils import gen_parser_from_dataclass
 from fairseq.distributed import fsdp_wrap
 from fairseq.models import register_model, register_model_architecture
 from fairseq.models.transformer import (
     TransformerDecoderBase,
     TransformerEncoderBase,
-    TransformerModel,
     base_architecture,
     transformer_iwslt_de_en,
     transformer_vaswani_wmt_en_de_big,
 )
 from fairseq.modules.checkpoint_activations import checkpoint_wrapper
 from fairseq.modules.transformer_layer import TransformerDecoderLayerBase, TransformerEncoderLayerBase
-from omegaconf import DictConfig, OmegaConf
 
 from ..errors import MGSAError
+from .flat_config import FlatConfigTransformerModel, parse_layers
 from ..modules.phrase_based_attention import ROLES, PhraseBasedAttention, check_pba_config
 
 
@@ -70,21 +67,6 @@ def parse_roles(spec: str) -> List[str]:
     if bad or not roles:
         raise MGSAError(f"--pba-roles {spec!r}: expected a comma-separated subset of enc,dec,cross")
     return roles
-
-
-def parse_layers(spec: str, num_layers: int, which: str) -> List[int]:
-    """'1,3' / 'all' -> 0-based layer indices within a stack of num_layers."""
-    spec = str(spec).strip()
-    if spec == "all":
-        return list(range(num_layers))
-    try:
-        layers = [int(s) for s in spec.split(",") if s.strip()]
-    except ValueError:
-        raise MGSAError(f"--pba-layers {spec!r}: expected comma-separated layer numbers (1 = bottom) or 'all'")
-    for i in layers:
-        if not 1 <= i <= num_layers:
-            raise MGSAError(f"--pba-layers {spec!r}: layer {i} is out of range, the {which} has layers 1..{num_layers}")
-    return sorted(set(i - 1 for i in layers))
 
 
 def build_pba(cfg, embed_dim: int, heads: int, role: str, kdim=None) -> PhraseBasedAttention:
@@ -138,7 +120,7 @@ class PBATransformerEncoder(TransformerEncoderBase):
         super().__init__(cfg, dictionary, embed_tokens, return_fc=return_fc)
         self.pba_layer_ids = []
         if "enc" in parse_roles(cfg.pba_roles):
-            self.pba_layer_ids = parse_layers(cfg.pba_layers, len(self.layers), "encoder")
+            self.pba_layer_ids = parse_layers(cfg.pba_layers, len(self.layers), "--pba-layers", "encoder")
         for i in self.pba_layer_ids:
             self.layers[i] = wrap_layer(cfg, PBAEncoderLayer(cfg, return_fc=self.return_fc))
 
@@ -149,28 +131,16 @@ class PBATransformerDecoder(TransformerDecoderBase):
                          output_projection=output_projection)
         self.pba_layer_ids = []
         if {"dec", "cross"} & set(parse_roles(cfg.pba_roles)):
-            self.pba_layer_ids = parse_layers(cfg.pba_layers, len(self.layers), "decoder")
+            self.pba_layer_ids = parse_layers(cfg.pba_layers, len(self.layers), "--pba-layers", "decoder")
         for i in self.pba_layer_ids:
             self.layers[i] = wrap_layer(cfg, PBADecoderLayer(cfg, no_encoder_attn))
 
 
 @register_model("pba_transformer")
-class PBATransformerModel(TransformerModel):
+class PBATransformerModel(FlatConfigTransformerModel):
     """Transformer with phrase-based attention (Nguyen & Joty, arXiv:1810.03444)."""
 
-    @classmethod
-    def add_args(cls, parser):
-        super().add_args(parser)
-        # no defaults on the command line, so that architectures can fill them in
-        gen_parser_from_dataclass(parser, PBAConfig(), delete_default=True)
-
-    @classmethod
-    def build_model(cls, args, task):
-        if isinstance(args, DictConfig):
-            # fairseq-hydra-train hands a DictConfig, whose keys TransformerConfig.from_namespace
-            # cannot see (it reads vars()); the namespace form keeps the PBA fields.
-            args = argparse.Namespace(**OmegaConf.to_container(args, resolve=True))
-        return super().build_model(args, task)
+    CONFIG = PBAConfig
 
     @classmethod
     def build_encoder(cls, cfg, src_dict, embed_tokens):
@@ -191,7 +161,7 @@ def check_pba_args(args):
     if {"dec", "cross"} & set(roles):
         stacks.append(("decoder", args.decoder_layers, args.decoder_attention_heads, args.decoder_embed_dim))
     for which, layers, heads, dim in stacks:
-        parse_layers(args.pba_layers, layers, which)
+        parse_layers(args.pba_layers, layers, "--pba-layers", which)
         check_pba_config(args.pba_attention, args.pba_mode, ngrams, heads, dim,
                          bool(args.pba_queryk_shared_key), where=f"{which}: ")
     # options fairseq's MultiheadAttention would honour and PhraseBasedAttention cannot
