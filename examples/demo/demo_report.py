@@ -14,9 +14,12 @@ import matplotlib
 
 matplotlib.use("Agg")  # files only, no screen
 import matplotlib.pyplot as plt  # noqa: E402
+from cycler import cycler  # noqa: E402
 from sacrebleu.metrics import BLEU, CHRF  # noqa: E402
 from sacrebleu.significance import PairedTest  # noqa: E402
 
+# solid lines in the 10 colours first, then dashed: one look per system, up to 20
+LINES = cycler(linestyle=["-", "--"]) * cycler(color=plt.cm.tab10.colors)
 MAX_ORDER = 8  # BLEU-1 .. BLEU-8, as the paper's Figure 2
 README_START = "<!-- demo-results:start (written by examples/demo/run_demo.py) -->"
 README_END = "<!-- demo-results:end -->"
@@ -173,7 +176,8 @@ def markdown_table(results: dict) -> str:
 
 
 def plot_bleu_gain(results: dict, path: str) -> None:
-    fig, ax = plt.subplots(figsize=(5.5, 3.6))
+    fig, ax = plt.subplots(figsize=(10, 4.2))
+    ax.set_prop_cycle(LINES)
     orders = list(range(1, MAX_ORDER + 1))
     for name, m in results["models"].items():
         if name != results["baseline"]:
@@ -182,23 +186,25 @@ def plot_bleu_gain(results: dict, path: str) -> None:
     ax.set_xlabel("N (BLEU up to N-grams)")
     ax.set_ylabel("BLEU-N gap to the baseline")
     ax.set_title("Improvement by n-gram order (as the paper's Figure 2)")
-    ax.legend()
+    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8)  # beside the plot: many systems
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
 
 
 def plot_valid_curves(results: dict, path: str) -> None:
-    fig, ax = plt.subplots(figsize=(5.5, 3.6))
+    fig, ax = plt.subplots(figsize=(10, 4.2))
+    ax.set_prop_cycle(LINES)
     for m in results["models"].values():
-        if m["valid_curve"]:
+        if m["valid_curve"] and (m.get("trees") or {}).get("test") in (None, (m.get("trees") or {}).get("train")):
+            # a model tested on other trees than it was trained on has its training row's curve
             updates, nll = zip(*m["valid_curve"])
             ax.plot(updates, nll, marker=".", label=m["label"])
     ax.set_xlabel("updates")
     ax.set_ylabel("validation NLL (bits per token)")
     ax.set_yscale("log")
     ax.set_title("Validation loss")
-    ax.legend()
+    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8)  # beside the plot: many systems
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
