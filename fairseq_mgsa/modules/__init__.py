@@ -6,3 +6,5 @@ from .partition import Partition, ngram_partition, spans_to_partition
 from .phrase_memory import PhraseMemory
 from .ngram_convolution import NGramConv
 from .phrase_based_attention import PhraseBasedAttention
+from .branch_fusion import BranchFusion, SqueezeGate
+from .hybrid_attention import HybridMultiheadAttention
