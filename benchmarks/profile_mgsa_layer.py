@@ -13,6 +13,12 @@ layer and fairseq's TransformerEncoderLayerBase at the same size, feeds both the
   kept. The same for the self-attention alone (MG-SA attention against fairseq's
   MultiheadAttention).
 
+The MG-SA layer is measured twice: as it runs here ("after": on a CPU the phrase
+composition runs granularity by granularity) and in the layout it takes on a GPU ("after,
+GPU layout": every granularity composed in one set of operations; see
+fairseq_mgsa/modules/composition.py). The second is the operation count a launch-bound
+device sees; its CPU time shows why a CPU does not take it.
+
 With --before DIR (a checkout of an earlier version, e.g. `git worktree add` or `git archive`
 of main), that version's MG-SA layer is measured in the same run, in the same rotation: the
 "before" and "after" figures then share the machine's state, which matters on a loaded
@@ -138,16 +144,22 @@ def profile(model, batch_size, a, before_layer=None):
     cfg = layer_config(MODELS[model])
     layers = {}
     for label, cls in (("baseline", TransformerEncoderLayerBase), ("after", MGSAEncoderLayer),
-                       ("before", before_layer)):
+                       ("after, GPU layout", MGSAEncoderLayer), ("before", before_layer)):
         if cls is not None:
             torch.manual_seed(a.seed)
             layers[label] = cls(cfg).train()
+    # the composition layout a GPU takes (every granularity at once), measured here too
+    layers["after, GPU layout"].self_attn.phrase_memory.compose_all_at_once = True
     mask, phrase_lengths, counts = grammar_batch(batch_size, a.seed, a.sentences_per_line)
     partitions = partitions_for(cfg, mask, phrase_lengths, counts)
     x = torch.randn(mask.size(1), batch_size, cfg.encoder.embed_dim, requires_grad=True)
 
-    def backward(out, composed):
-        loss = out.sum() + sum(g.sum() for g, _ in composed.values())
+    def backward(out, *phrases):
+        # the layer returns (x, G_1, .., G_n); versions before the tuple return returned
+        # (x, {granularity: (G, partition)})
+        if len(phrases) == 1 and isinstance(phrases[0], dict):
+            phrases = [g for g, _ in phrases[0].values()]
+        loss = out.sum() + sum(g.sum() for g in phrases)
         loss.backward()
 
     def steps(label, part):

@@ -95,12 +95,20 @@ def tiny_encoder_layer():
 
 
 # name -> (module factory, inputs(mask) -> tensors that get gradients + extras, forward)
-def composition_case(factory):
+def composition_case(factory, all_at_once):
     def inputs(mask):
         index, slots = token_slots(mask)
         return [torch.randn(mask.numel(), C)], (index, slots)
 
-    return factory, inputs, lambda m, xs, extra: m(xs[0], *extra)[:, :-1]  # the padding slot is dropped
+    def forward(m, xs, extra):
+        index, slots = extra
+        if all_at_once:
+            out = m.forward_all(xs[0], index, slots)
+        else:
+            out = torch.stack([m(xs[0], idx, slots, j) for j, idx in enumerate(index)])
+        return out[:, :-1]  # the padding slot is dropped
+
+    return factory, inputs, forward
 
 
 def interaction_case(factory):
@@ -127,9 +135,10 @@ def attention_inputs(mask):
 
 
 CASES = {
-    "composition-max": composition_case(MaxPoolComposition),
-    "composition-san": composition_case(lambda: SANComposition(2, C, D)),
-    "composition-lstm": composition_case(lambda: LSTMCompositions(2, C, D)),
+    **{f"composition-{name}{'-all' if all_at_once else ''}": composition_case(factory, all_at_once)
+       for name, factory in (("max", MaxPoolComposition), ("san", lambda: SANComposition(2, C, D)),
+                             ("lstm", lambda: LSTMCompositions(2, C, D)))
+       for all_at_once in (False, True)},
     "interaction-lstm": interaction_case(lambda: LSTMInteraction(2, C, D)),
     "interaction-onlstm": interaction_case(lambda: ONLSTMInteraction(2, C, D, 2)),
     # partition -> composition -> interaction, on an n-gram and a syntactic partition at once

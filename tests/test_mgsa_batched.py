@@ -1,7 +1,7 @@
 """MG-SA batched over granularities and head groups equals the per-granularity computation.
 
-The layer builds every granularity's phrase memory at once (weights stacked over
-granularities, one step loop of max(P) steps) and attends with all head groups in one
+The layer builds every granularity's phrase memory with one module (weights stacked over
+granularities, composition in either layout, one step loop of max(P) steps) and attends with all head groups in one
 call. The references here are the per-granularity, per-group computation of the earlier
 version, written plainly: sentence by sentence, phrase by phrase, one recurrence per
 granularity over that granularity's own phrases, one attention per head group over its
@@ -131,11 +131,16 @@ CASES = [  # granularities, heads, composition, interaction
 ]
 
 
+@pytest.mark.parametrize("compose_all_at_once", [False, True], ids=["compose_each", "compose_all"])
 @pytest.mark.parametrize("granularities,heads,composition,interaction", CASES)
-def test_batched_mgsa_equals_per_granularity_reference(granularities, heads, composition, interaction):
+def test_batched_mgsa_equals_per_granularity_reference(granularities, heads, composition, interaction,
+                                                       compose_all_at_once):
+    """Both composition layouts (per granularity, the CPU's; all at once, the GPU's)."""
     C = 16
     attn = MultiGranularitySelfAttention(C, heads, granularities, composition=composition,
                                          interaction=interaction).eval()
+    if attn.phrase_memory is not None:
+        attn.phrase_memory.compose_all_at_once = compose_all_at_once
     mask = padding_mask([11, 7, 3])
     partitions = {g: ngram_partition(mask, int(g[5:])) for g in attn.phrase_granularities}
     x = torch.randn(mask.size(1), 3, C, requires_grad=True)

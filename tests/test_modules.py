@@ -88,7 +88,7 @@ def phrases_of(x, mask, part):
 
 def test_maxpool_composition_equals_plain_max():
     x, mask, part, index, S = flat_inputs()
-    g = MaxPoolComposition()(x.reshape(-1, x.size(-1)), index.unsqueeze(0), S)[0]
+    g = MaxPoolComposition()(x.reshape(-1, x.size(-1)), index, S)
     P = part.max_phrases
     for (b, p), tokens in phrases_of(x, mask, part).items():
         torch.testing.assert_close(g[b * P + p], tokens.max(dim=0).values)
@@ -97,7 +97,7 @@ def test_maxpool_composition_equals_plain_max():
 def test_san_composition_equals_plain_attention():
     x, mask, part, index, S = flat_inputs()
     comp = SANComposition(1, x.size(-1), 4)
-    g = comp(x.reshape(-1, x.size(-1)), index.unsqueeze(0), S)[0]
+    g = comp(x.reshape(-1, x.size(-1)), index, S, 0)
     P = part.max_phrases
     for (b, p), tokens in phrases_of(x, mask, part).items():
         q = tokens.max(dim=0).values @ comp.q_weight[0].t() + comp.q_bias[0]

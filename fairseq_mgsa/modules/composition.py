@@ -1,14 +1,28 @@
 """Phrase composition COM(p_m) -> g_m: one vector per phrase from its tokens.
 
-The phrases of every granularity of a layer are composed at once: each granularity has
-its own weights (stacked along a leading granularity axis) and its own slots, and the
-strategies work on the flat token axis with scatter operations keyed by the partitions
-(no padding to the longest phrase, no Python loop over sentences, phrases or, but for
-the LSTM, granularities):
+One module composes the phrases of every granularity of a layer, each granularity with
+its own weights (stacked along a leading granularity axis). The strategies work on the
+flat token axis with scatter operations keyed by the partitions (no padding to the
+longest phrase, no Python loop over sentences or phrases). Two layouts, same arithmetic:
 
-    x      N x C        tokens of the batch, N = B * T (shared by all granularities)
-    index  Gr x N       slot of each token in its granularity (b * P + phrase), padding -> S - 1
-    out    Gr x S x C   S = B * P + 1 slots per granularity; the last collects padding
+`forward` composes one granularity (its weights selected by `granularity`), over its own
+phrase count P_g:
+
+    x      N x C   tokens of the batch, N = B * T (shared by all granularities)
+    index  N       slot of each token (b * P_g + phrase), padding -> S - 1
+    out    S x C   S = B * P_g + 1 slots; the last collects padding
+
+`forward_all` composes every granularity in one set of operations, the tokens copied once
+per granularity, over the largest phrase count P:
+
+    index  Gr x N       slot of each token in each granularity (b * P + phrase)
+    out    Gr x S x C   S = B * P + 1
+
+On a GPU, which is launch-bound here, `forward_all` launches a third as many kernels for
+three granularities. On a CPU it is the slower one: its Gr * N x C tensors are large enough
+that glibc returns them to the system when freed and page-faults them in on the next
+allocation (1.9x the per-granularity calls' time at batch 64,
+benchmarks/profile_mgsa_layer.py). PhraseMemory picks by device.
 """
 
 import math
@@ -47,13 +61,21 @@ def flat_slots(index: Tensor, num_slots: int) -> Tensor:
     return (index + offsets.unsqueeze(1)).view(-1)
 
 
+def tokens_per_granularity(x: Tensor, G: int) -> Tensor:
+    N, C = x.shape
+    return x.expand(G, N, C).reshape(G * N, C)
+
+
 class MaxPoolComposition(nn.Module):
     """The paper's CNN composition: max-pooling over the phrase's tokens, no parameters."""
 
-    def forward(self, x: Tensor, index: Tensor, num_slots: int) -> Tensor:
-        G, (N, C) = index.size(0), x.shape
-        xs = x.expand(G, N, C).reshape(G * N, C)  # the tokens once per granularity
-        return segment_max(xs, flat_slots(index, num_slots), G * num_slots).view(G, num_slots, C)
+    def forward(self, x: Tensor, index: Tensor, num_slots: int, granularity: int = 0) -> Tensor:
+        return segment_max(x, index, num_slots)
+
+    def forward_all(self, x: Tensor, index: Tensor, num_slots: int) -> Tensor:
+        G = index.size(0)
+        out = segment_max(tokens_per_granularity(x, G), flat_slots(index, num_slots), G * num_slots)
+        return out.view(G, num_slots, -1)
 
 
 class SANComposition(nn.Module):
@@ -76,11 +98,19 @@ class SANComposition(nn.Module):
         for w in self.parameters():
             nn.init.uniform_(w, -bound, bound)
 
-    def forward(self, x: Tensor, index: Tensor, num_slots: int) -> Tensor:
+    def forward(self, x: Tensor, index: Tensor, num_slots: int, granularity: int = 0) -> Tensor:
+        j = granularity
+        q = torch.addmm(self.q_bias[j], segment_max(x, index, num_slots), self.q_weight[j].t()) * self.scaling  # S x D
+        k = torch.addmm(self.k_bias[j], x, self.k_weight[j].t())  # N x D
+        scores = (q[index] * k).sum(dim=-1)  # N: each token against its own phrase's query
+        weights = segment_softmax(scores, index, num_slots)
+        return segment_sum(weights.unsqueeze(-1) * x, index, num_slots)
+
+    def forward_all(self, x: Tensor, index: Tensor, num_slots: int) -> Tensor:
         G, D = self.q_weight.shape[:2]
         N, C = x.shape
         flat, S = flat_slots(index, num_slots), G * num_slots
-        xs = x.expand(G, N, C).reshape(G * N, C)  # the tokens once per granularity
+        xs = tokens_per_granularity(x, G)  # Gr*N x C
         pooled = segment_max(xs, flat, S).view(G, num_slots, C)
         q = torch.baddbmm(self.q_bias.unsqueeze(1), pooled, self.q_weight.transpose(1, 2)) * self.scaling
         # every granularity's keys in one product: N x Gr*D -> Gr*N x D
@@ -135,7 +165,11 @@ class LSTMCompositions(nn.Module):
         super().__init__()
         self.per_granularity = nn.ModuleList(LSTMComposition(embed_dim, dim) for _ in range(num_granularities))
 
-    def forward(self, x: Tensor, index: Tensor, num_slots: int) -> Tensor:
+    def forward(self, x: Tensor, index: Tensor, num_slots: int, granularity: int = 0) -> Tensor:
+        return self.per_granularity[granularity](x, index, num_slots)
+
+    def forward_all(self, x: Tensor, index: Tensor, num_slots: int) -> Tensor:
+        # nn.LSTM takes one weight set: one fused run per granularity in either layout
         return torch.stack([comp(x, idx, num_slots) for comp, idx in zip(self.per_granularity, index)])
 
 

@@ -1,14 +1,16 @@
 """F_h = partition -> composition -> interaction: the phrase memories of an MG-SA layer.
 
-All phrase granularities of the layer are built at once (each with its own weights,
-stacked along a leading granularity axis), over one phrase axis of P = the largest
-phrase count of the batch over granularities; a granularity's extra slots are padding.
+All phrase granularities of the layer are built by one module (each with its own weights,
+stacked along a leading granularity axis). Interaction runs for all of them at once, over
+one phrase axis of P = the largest phrase count, where a granularity's extra slots are
+padding; composition too on a GPU, granularity by granularity on a CPU (see composition.py).
 """
 
 from typing import List, Tuple
 
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 from torch import Tensor
 
 from .composition import build_composition
@@ -29,20 +31,40 @@ class PhraseMemory(nn.Module):
         self.num_granularities = num_granularities
         self.composition = build_composition(composition, num_granularities, embed_dim, dim)
         self.interaction = build_interaction(interaction, num_granularities, embed_dim, dim, onlstm_chunk_size)
+        # the composition's layout: None picks by device (all at once on a GPU); tests set it
+        self.compose_all_at_once = None
 
     def forward(self, x: Tensor, partitions: List[Partition]) -> Tuple[Tensor, Tensor]:
         """x: B x T x C, one partition per granularity. Returns (H_g, G), both Gr x B x P x C:
         the phrase memories and the composed phrases before interaction (what phrase-tag
         supervision classifies)."""
-        B, T, C = x.shape
-        Gr = len(partitions)
         P = max(p.max_phrases for p in partitions)
+        stacked = x.is_cuda if self.compose_all_at_once is None else self.compose_all_at_once
+        g = self.compose_all(x, partitions, P) if stacked else self.compose_each(x, partitions, P)
+        if self.interaction is None:
+            return g, g
+        return self.interaction(g, [p.max_phrases for p in partitions]), g
+
+    def compose_all(self, x: Tensor, partitions: List[Partition], P: int) -> Tensor:
+        """Gr x B x P x C, every granularity in one call over P phrase slots per sentence."""
+        B, T, C = x.shape
         slots = B * P
         phrase_index = torch.stack([p.phrase_index for p in partitions])  # Gr x B x T, -1 at padding
         # slot of each token in its granularity; padding tokens go to an extra slot that is dropped
         offsets = torch.arange(0, slots, P, device=x.device).unsqueeze(1)  # B x 1
-        index = (phrase_index + offsets).masked_fill(phrase_index < 0, slots).view(Gr, B * T)
-        g = self.composition(x.reshape(B * T, C), index, slots + 1)[:, :slots].view(Gr, B, P, C)
-        if self.interaction is None:
-            return g, g
-        return self.interaction(g, [p.max_phrases for p in partitions]), g
+        index = (phrase_index + offsets).masked_fill(phrase_index < 0, slots).view(len(partitions), B * T)
+        return self.composition.forward_all(x.reshape(B * T, C), index, slots + 1)[:, :slots].view(-1, B, P, C)
+
+    def compose_each(self, x: Tensor, partitions: List[Partition], P: int) -> Tensor:
+        """Gr x B x P x C, one call per granularity over its own P_g phrase slots."""
+        B, T, C = x.shape
+        tokens = x.reshape(B * T, C)
+        composed = []
+        for j, part in enumerate(partitions):
+            P_g = part.max_phrases
+            slots = B * P_g
+            offsets = torch.arange(0, slots, P_g, device=x.device).unsqueeze(1)  # B x 1
+            index = (part.phrase_index + offsets).masked_fill(part.phrase_index < 0, slots).view(B * T)
+            g = self.composition(tokens, index, slots + 1, j)[:slots].view(B, P_g, C)
+            composed.append(g if P_g == P else F.pad(g, (0, 0, 0, P - P_g)))
+        return torch.stack(composed)
