@@ -89,9 +89,12 @@ def check_targets(results, arch_size, baseline):
             # the paired (interleaved) median where it was measured, else the wall-time one
             paired = r.get("speed_ratio_interleaved_median")
             value = paired if paired is not None else r["speed_ratio"]
+            ci = r.get("speed_ratio_interleaved_ci95") if paired is not None else None
             checks["speed"] = {"target": f"speed ratio >= {speed_min}", "value": value,
                                "measure": "interleaved, paired median" if paired is not None else "wall time",
-                               "wall_time_value": r["speed_ratio"],
+                               "wall_time_value": r["speed_ratio"], "ci95": ci,
+                               # decided: the median's 95% interval lies on one side of the target
+                               "decided": None if ci is None else (ci[0] >= speed_min or ci[1] < speed_min),
                                "pass": None if value is None else value >= speed_min}
         mem_max = TARGETS["mem_ratio_max"].get(name)
         if mem_max is not None:
@@ -119,10 +122,16 @@ def targets_table(targets):
         for c in checks.values():
             value = fmt(c["value"], ".3f")
             if c.get("measure", "").startswith("interleaved"):
-                value += f" paired median (wall time {fmt(c['wall_time_value'], '.3f')})"
+                value += " paired median"
+                if c.get("ci95"):
+                    value += f" [95% CI {c['ci95'][0]:.3f}, {c['ci95'][1]:.3f}]"
+                value += f" (wall time {fmt(c['wall_time_value'], '.3f')})"
             if c.get("relative_deviation") is not None:
                 value += f" ({c['relative_deviation']:+.1%})"
-            rows.append([name, c["target"], value, {True: "pass", False: "FAIL", None: "n/a"}[c["pass"]]])
+            result = {True: "pass", False: "FAIL", None: "n/a"}[c["pass"]]
+            if c.get("decided") is False:
+                result += " (within noise: the interval spans the target)"
+            rows.append([name, c["target"], value, result])
     return render(rows, right_aligned=False)
 
 

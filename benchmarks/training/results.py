@@ -111,7 +111,8 @@ def assemble(a, chosen, results, targets, profile, decode_cfg, phrases, task, de
     return result
 
 
-HISTORY_KEYS = ("updates_per_s", "speed_ratio", "time_ratio", "time_ratio_q1", "time_ratio_q3", "flop_ratio",
+HISTORY_KEYS = ("updates_per_s", "speed_ratio", "time_ratio", "time_ratio_q1", "time_ratio_q3",
+                "speed_ratio_interleaved_median", "speed_ratio_interleaved_ci95", "flop_ratio",
                 "overhead_ratio", "tokens_per_s", "peak_mem_MB", "params_M", "param_overhead_M")
 
 
