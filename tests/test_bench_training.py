@@ -95,3 +95,31 @@ def test_history_line_and_readme_table(run):
     table = readme.split("<!-- bench-training:start")[1].split("<!-- bench-training:end -->")[0]
     rows = [r for r in table.splitlines() if r.startswith("| ") and not r.startswith("| system")]
     assert [r.split(" | ")[0][2:] for r in rows] == ["Transformer (fairseq)", "MG-SA n-gram"]
+
+
+def test_paired_median_interval_and_when_a_speed_target_is_decided():
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    from training import report, timing
+
+    base = [1.0, 2.0, 1.5, 1.2, 1.8, 1.1, 1.4, 1.6]
+    steady = timing.paired([b * 1.25 for b in base], base)  # every batch 1.25x the baseline's time
+    assert steady["speed_ratio_interleaved_median"] == pytest.approx(0.8)
+    assert steady["speed_ratio_interleaved_ci95"] == pytest.approx([0.8, 0.8])
+    noisy = timing.paired([b * f for b, f in zip(base, (0.9, 1.1, 0.95, 1.05, 1.0, 0.92, 1.08, 1.02))], base)
+    lo, hi = noisy["speed_ratio_interleaved_ci95"]
+    speeds = sorted(1 / f for f in (0.9, 1.1, 0.95, 1.05, 1.0, 0.92, 1.08, 1.02))
+    # a median of resampled batches lies between the smallest and the largest ratio
+    assert speeds[0] <= lo <= noisy["speed_ratio_interleaved_median"] <= hi <= speeds[-1] and lo < hi
+
+    def speed_check(r):
+        r = dict(r, speed_ratio=r["speed_ratio_interleaved"], mem_ratio=None, param_overhead_M=None)
+        return report.check_targets({"transformer": {}, "mgsa_ngram": r}, "tiny", "transformer")["mgsa_ngram"]["speed"]
+
+    target = report.TARGETS["speed_ratio_min"]["mgsa_ngram"]
+    clear = speed_check(timing.paired([b / (target + 0.1) for b in base], base))
+    assert clear["pass"] and clear["decided"]
+    below = speed_check(timing.paired([b / (target - 0.1) for b in base], base))
+    assert below["pass"] is False and below["decided"]
+    spanning = timing.paired([b / (target + 0.05 * (-1) ** i) for i, b in enumerate(base)], base)
+    assert speed_check(spanning)["decided"] is False
+    assert "within noise" in report.targets_table({"mgsa_ngram": {"speed": speed_check(spanning)}})
