@@ -175,6 +175,25 @@ def test_phases_run_each_granularity_its_own_steps():
     assert phases([6, 6]) == [(6, (0, 2))]
 
 
+@pytest.mark.parametrize("interaction", ["lstm", "onlstm"])
+@pytest.mark.parametrize("max_phrases", [[3, 5, 2], [5, 4, 1], [1, 1, 1]], ids=["prefix", "phases", "one-step"])
+def test_recurrent_weight_gradient_by_finite_differences(interaction, max_phrases):
+    """The stacked recurrences' gradients over phases where granularities leave the batch (the
+    weights sliced per phase): gradcheck compares every input's and weight's gradient with
+    finite differences, in float64."""
+    from fairseq_mgsa.modules.interaction import build_interaction
+
+    rec = build_interaction(interaction, 3, 4, 4, 2).double()
+    g = torch.randn(3, 2, max(max_phrases), 4, dtype=torch.float64, requires_grad=True)
+    names = [n for n, _ in rec.named_parameters()]
+
+    def run(g, *weights):
+        return torch.func.functional_call(rec, dict(zip(names, weights)), (g, max_phrases))
+
+    weights = [p.detach().clone().requires_grad_() for p in rec.parameters()]
+    assert torch.autograd.gradcheck(run, (g, *weights))
+
+
 def test_lstm_interaction_is_nn_lstm():
     """Same gate order and equations as nn.LSTM (the b_ih + b_hh sum held as one bias), so that
     nn.LSTM weights of older checkpoints convert by stacking."""
