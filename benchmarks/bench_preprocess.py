@@ -1,9 +1,9 @@
 """Throughput of mgsa-preprocess's CPU work, the parser excluded.
 
-Times ``preprocess.binarize.write_split`` (the code ``mgsa-preprocess`` runs per
+Times ``mgsa_preprocess.binarize.write_split`` (the code ``mgsa-preprocess`` runs per
 split): counting and pairing lines with trees, tree reading and normalisation,
 top-K partition, word -> subword alignment, phrase files and tag dictionary.
-Input is generated (``preprocess.synthetic``) and BPE-like segmented, in two
+Input is generated (``mgsa_preprocess.synthetic``) and BPE-like segmented, in two
 tree forms:
 
 * ``one-line``: one tree per line, ``(ROOT (S ...))``, as a parser writes them;
@@ -26,9 +26,9 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from preprocess.binarize import PhraseJob, TagTable, commit_split, write_split  # noqa: E402
-from preprocess.report import SplitReport  # noqa: E402
-from preprocess.synthetic import Grammar  # noqa: E402
+from mgsa_preprocess.binarize import PhraseJob, TagTable, commit_split, write_split  # noqa: E402
+from mgsa_preprocess.report import SplitReport  # noqa: E402
+from mgsa_preprocess.synthetic import Grammar  # noqa: E402
 
 TARGET = 10_000  # sentences/s per process (issue 3)
 

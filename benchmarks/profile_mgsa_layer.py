@@ -65,9 +65,9 @@ def layer_config(arch):
 
 def grammar_batch(batch_size, seed, sentences_per_line, levels=3):
     """(padding mask B x T, phrase lengths L x B x M, phrase counts L x B) from gold trees."""
-    from preprocess.partition import partition
-    from preprocess.synthetic import generate
-    from preprocess.trees import parse_tree
+    from mgsa_preprocess.partition import partition
+    from mgsa_preprocess.synthetic import generate
+    from mgsa_preprocess.trees import parse_tree
 
     spans, lengths = [], []
     for _, _, tree in generate(batch_size, seed, sentences_per_line):

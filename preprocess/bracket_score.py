@@ -10,7 +10,7 @@ end) bracket, and brackets are matched as multisets over the whole corpus. Unlik
 evalb's COLLINS.prm, punctuation is kept in the spans (the grammar's sentences end in
 '.', always attached the same way), so figures are comparable within this project.
 
-    python -m preprocess.bracket_score GOLD_TREES PARSED_TREES
+    python -m mgsa_preprocess.bracket_score GOLD_TREES PARSED_TREES
 """
 
 import argparse
@@ -94,7 +94,7 @@ def score_files(gold_path: str, pred_path: str) -> Scores:
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="python -m preprocess.bracket_score", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m mgsa_preprocess.bracket_score", description=__doc__.split("\n")[0])
     p.add_argument("gold", help="gold trees (bracketed, one tree per sentence; a tree may span lines)")
     p.add_argument("parsed", help="parsed trees, in the same order")
     a = p.parse_args(argv)

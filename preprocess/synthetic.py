@@ -11,7 +11,7 @@ rules that need the constituent structure:
   of it and its preposition takes a different word than a PP attached to the verb
   phrase, although the source string can be the same for both attachments.
 
-Run ``python -m preprocess.synthetic --out DIR`` to write
+Run ``python -m mgsa_preprocess.synthetic --out DIR`` to write
 ``{train,valid,test}.{src,tgt}`` and the gold trees ``{split}.src.tree``.
 """
 

@@ -32,8 +32,8 @@ def make_data_bin(tmp, n_train=160, seed=5, bpe_symbols=40):
     """A tiny corpus with 3 phrase levels, binarized by mgsa-preprocess (in process)."""
     from subword_nmt.learn_bpe import learn_bpe
 
-    from preprocess.cli import main as mgsa_preprocess
-    from preprocess.synthetic import write_corpus
+    from mgsa_preprocess.cli import main as mgsa_preprocess
+    from mgsa_preprocess.synthetic import write_corpus
 
     raw = tmp / "raw"
     os.makedirs(tmp, exist_ok=True)

@@ -16,7 +16,7 @@ from subword_nmt.learn_bpe import learn_bpe
 
 from fairseq_mgsa.data.inference_phrases import PhraseAnnotator
 from fairseq_mgsa.errors import MGSAError
-from preprocess.synthetic import NAMES, NOUNS
+from mgsa_preprocess.synthetic import NAMES, NOUNS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -40,7 +40,7 @@ def example(rng):
 
 
 def binarize(tmp, destdir, separator):
-    proc = subprocess.run([sys.executable, "-m", "preprocess.cli", "--source-lang", "src", "--target-lang", "tgt",
+    proc = subprocess.run([sys.executable, "-m", "mgsa_preprocess.cli", "--source-lang", "src", "--target-lang", "tgt",
                            "--trainpref", tmp / "train", "--testpref", tmp / "test", "--trees-suffix", "tree",
                            "--levels", "3", "--bpe-codes", tmp / "codes", "--bpe-separator", separator,
                            "--destdir", destdir, "--joined-dictionary", "--workers", "1"], cwd=ROOT,

@@ -109,7 +109,7 @@ def test_the_demo_runs_end_to_end_on_a_tiny_budget(tmp_path):
     assert "train: 3 phrase levels" in (work / "logs" / "train.mgsa_syntactic.log").read_text()
     assert "train: 3 phrase levels" in (work / "logs" / "train.mgsa_syntactic_parser.log").read_text()
     # the parser's F1, recomputed from its test trees with preprocess/bracket_score.py
-    from preprocess.bracket_score import score_files
+    from mgsa_preprocess.bracket_score import score_files
 
     parser = results["parser"]
     f1 = score_files(str(work / "raw" / "test.src.tree"), str(work / "data-bin-parser" / "trees" / "test.src.tree")).f1

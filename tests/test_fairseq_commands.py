@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from preprocess.synthetic import write_corpus
+from mgsa_preprocess.synthetic import write_corpus
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 USER_DIR = os.path.join(ROOT, "fairseq_mgsa")

@@ -21,7 +21,7 @@ import torch
 from subword_nmt.learn_bpe import learn_bpe
 
 import fairseq_mgsa  # noqa: F401  (registers the plugin; its allow-list lets torch.load read checkpoints)
-from preprocess.synthetic import write_corpus
+from mgsa_preprocess.synthetic import write_corpus
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 USER_DIR = os.path.join(ROOT, "fairseq_mgsa")
@@ -59,7 +59,7 @@ def one_line_error(proc, message):
 
 
 def preprocess(raw_prefix, destdir, codes, cwd, extra=()):
-    run([sys.executable, "-m", "preprocess.cli", "--source-lang", "src", "--target-lang", "tgt",
+    run([sys.executable, "-m", "mgsa_preprocess.cli", "--source-lang", "src", "--target-lang", "tgt",
          "--trainpref", raw_prefix, "--trees-suffix", "tree", "--levels", "3", "--bpe-codes", codes,
          "--destdir", destdir, "--workers", "1", *extra], ROOT)
 

@@ -29,7 +29,7 @@ import time
 import pytest
 
 from fairseq_mgsa.systems import get
-from preprocess.synthetic import write_corpus
+from mgsa_preprocess.synthetic import write_corpus
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLES = os.path.join(ROOT, "examples")
@@ -367,7 +367,7 @@ def sgm(lines):
 def test_wmt_download_from_a_local_mirror(tmp_path):
     """01_download.sh's own work (fetch, extract, assemble the raw files) on archives laid out
     as statmt.org's, served from file:// URLs; stanza's models are not fetched (TREES_DIR)."""
-    from preprocess.synthetic import generate
+    from mgsa_preprocess.synthetic import generate
 
     pairs = generate(40, seed=7)
     sides = (("en", [p[0] for p in pairs]), ("de", [p[1] for p in pairs]))
@@ -400,7 +400,7 @@ def test_wmt_download_from_a_local_mirror(tmp_path):
 def test_iwslt_download_from_a_local_mirror(tmp_path):
     """The same for IWSLT14: the talks' metadata lines dropped, title and description kept as
     text, every 23rd pair to valid, the five test sets concatenated in fairseq's order."""
-    from preprocess.synthetic import generate
+    from mgsa_preprocess.synthetic import generate
 
     pairs = generate(60, seed=8)
     de, en = [p[0] for p in pairs], [p[1] for p in pairs]

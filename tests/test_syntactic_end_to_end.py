@@ -12,7 +12,7 @@ import pytest
 import sacrebleu
 from subword_nmt.learn_bpe import learn_bpe
 
-from preprocess.synthetic import write_corpus
+from mgsa_preprocess.synthetic import write_corpus
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 USER_DIR = os.path.join(ROOT, "fairseq_mgsa")
@@ -36,7 +36,7 @@ def data_bin(tmp_path_factory):
     write_corpus(str(raw), (("train", 240), ("valid", 20), ("test", N_TEST)), seed=5)
     with open(raw / "train.src") as src, open(raw / "train.tgt") as tgt, open(tmp / "codes", "w") as out:
         learn_bpe(list(src) + list(tgt), out, num_symbols=40)
-    run([sys.executable, "-m", "preprocess.cli", "--source-lang", "src", "--target-lang", "tgt",
+    run([sys.executable, "-m", "mgsa_preprocess.cli", "--source-lang", "src", "--target-lang", "tgt",
          "--trainpref", raw / "train", "--validpref", raw / "valid", "--testpref", raw / "test",
          "--trees-suffix", "tree", "--levels", "3", "--bpe-codes", tmp / "codes",
          "--destdir", tmp / "data-bin", "--joined-dictionary", "--workers", "1"], ROOT)

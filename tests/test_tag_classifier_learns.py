@@ -12,7 +12,7 @@ import sys
 
 from fairseq.data import Dictionary, data_utils
 
-from preprocess.synthetic import write_corpus
+from mgsa_preprocess.synthetic import write_corpus
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LEVELS = 3
@@ -38,7 +38,7 @@ def majority_accuracy(data_bin, split):
 def test_tag_accuracy_on_held_out_phrases_beats_the_majority_tag(tmp_path):
     write_corpus(str(tmp_path / "raw"), (("train", 600), ("valid", 100)), seed=11)
     data_bin = tmp_path / "data-bin"
-    run([sys.executable, "-m", "preprocess.cli", "--source-lang", "src", "--target-lang", "tgt",
+    run([sys.executable, "-m", "mgsa_preprocess.cli", "--source-lang", "src", "--target-lang", "tgt",
          "--trainpref", tmp_path / "raw" / "train", "--validpref", tmp_path / "raw" / "valid",
          "--trees-suffix", "tree", "--levels", str(LEVELS), "--subword-style", "none",
          "--destdir", data_bin, "--joined-dictionary", "--workers", "1"], ROOT)

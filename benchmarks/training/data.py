@@ -14,8 +14,8 @@ logger = logging.getLogger("bench_training")
 def make_data(workdir, train_sentences, test_sentences, seed, sentences_per_line=1):
     """Synthetic corpus with gold trees -> `mgsa-preprocess` binaries (joined dictionary, phrase
     files syn1..syn3, tag dictionary). Returns (data-bin dir, summary of the phrase levels)."""
-    from preprocess import cli
-    from preprocess.synthetic import write_corpus
+    from mgsa_preprocess import cli
+    from mgsa_preprocess.synthetic import write_corpus
 
     raw, data = os.path.join(workdir, "raw"), os.path.join(workdir, "data-bin")
     write_corpus(raw, (("train", train_sentences), ("valid", 100), ("test", test_sentences)), seed=seed,

@@ -187,8 +187,8 @@ step_parse_shard_only() {
 merge_parse_shards() {
   python - "$1" "$WORKDIR/parse" "$2" "$SRC" "$NUM_SHARDS" "$WORKDIR/.done" <<'PY' || exit 1
 import sys
-from preprocess.errors import PreprocessError
-from preprocess.parse import merge_shards
+from mgsa_preprocess.errors import PreprocessError
+from mgsa_preprocess.parse import merge_shards
 src, destdir, split, lang, n, done = sys.argv[1:]
 try:
     print(f"merged {n} shards -> {merge_shards(src, destdir, split, lang, int(n))}", file=sys.stderr)
@@ -254,7 +254,7 @@ step_preprocess_text() {
     for lang in "$SRC" "$TGT"; do
       need_files "$tok/$split.$lang"
       python -c 'import sys
-from preprocess.bpe import apply_bpe
+from mgsa_preprocess.bpe import apply_bpe
 apply_bpe(sys.argv[1], sys.argv[2], sys.argv[3], workers=int(sys.argv[4]), progress=False)' \
         "$WORKDIR/bpe/codes.$BPE_MERGES" "$tok/$split.$lang" "$text/$split.$lang" "$WORKERS" \
         || die "applying $WORKDIR/bpe/codes.$BPE_MERGES to $tok/$split.$lang failed"

@@ -42,7 +42,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path[:0] = [ROOT, HERE]
 import demo_report as report  # noqa: E402
 from fairseq_mgsa import systems as registry  # noqa: E402
-from preprocess.synthetic import write_corpus  # noqa: E402
+from mgsa_preprocess.synthetic import write_corpus  # noqa: E402
 
 USER_DIR = os.path.join(ROOT, "fairseq_mgsa")
 SMALL = [  # the same small dimensions for every model (4 heads: one per granularity)
@@ -157,7 +157,7 @@ def main(argv=None):
 
 
 def preprocess(raw, data, log, *trees_args):
-    run([sys.executable, "-m", "preprocess.cli", "--source-lang", "src", "--target-lang", "tgt",
+    run([sys.executable, "-m", "mgsa_preprocess.cli", "--source-lang", "src", "--target-lang", "tgt",
          "--trainpref", f"{raw}/train", "--validpref", f"{raw}/valid", "--testpref", f"{raw}/test",
          *trees_args, "--levels", "3", "--subword-style", "none", "--destdir", data, "--joined-dictionary",
          "--workers", "2"], log)
@@ -167,13 +167,13 @@ def train_parser(a, raw, work, gold_data, logs):
     """mgsa-train-parser on the gold training trees (dev: the valid trees), mgsa-preprocess with
     its trees into data-bin-parser (the gold run's dictionaries, so that every model reads
     both), and its labeled bracket F1 on the test set."""
-    from preprocess.bracket_score import score_files
-    from preprocess.stanza_model import read_record
+    from mgsa_preprocess.bracket_score import score_files
+    from mgsa_preprocess.stanza_model import read_record
 
     parser_dir, data = os.path.join(work, "parser"), os.path.join(work, "data-bin-parser")
     shutil.rmtree(parser_dir, ignore_errors=True)
     print(f"[demo] 3/6 mgsa-train-parser on {a.train_size} gold training trees -> {parser_dir}", flush=True)
-    run([sys.executable, "-m", "preprocess.train_parser", "--train", f"{raw}/train.src.tree",
+    run([sys.executable, "-m", "mgsa_preprocess.train_parser", "--train", f"{raw}/train.src.tree",
          "--dev", f"{raw}/valid.src.tree", "--out", parser_dir, "--parser-epochs", a.parser_epochs,
          "--tagger-steps", a.tagger_steps, "--seed", a.data_seed], os.path.join(logs, "train_parser.log"))
     print(f"[demo] 3/6 mgsa-preprocess --parser stanza --stanza-dir {parser_dir} -> {data}", flush=True)

@@ -19,10 +19,10 @@ import torch
 from fairseq.data import Dictionary
 from sacremoses import MosesTokenizer
 
-from preprocess.align import cumulative, split_words, subword_lengths
-from preprocess.errors import PreprocessError
-from preprocess.partition import partition
-from preprocess.trees import canonical_token, check_leaves, parse_tree
+from mgsa_preprocess.align import cumulative, split_words, subword_lengths
+from mgsa_preprocess.errors import PreprocessError
+from mgsa_preprocess.partition import partition
+from mgsa_preprocess.trees import canonical_token, check_leaves, parse_tree
 
 from ..errors import MGSAError
 from .phrase_pair_dataset import PhrasePairDataset

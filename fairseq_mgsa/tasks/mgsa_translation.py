@@ -181,7 +181,7 @@ class MGSATranslationTask(TranslationTask):
     def annotator(self, tokenizer, bpe, source_input: str) -> PhraseAnnotator:
         key = (id(tokenizer), id(bpe), source_input)
         if key not in self.annotators:
-            from preprocess.parse import StanzaParser
+            from mgsa_preprocess.parse import StanzaParser
 
             lang = self.cfg.parser_lang or self.cfg.source_lang
             if self.tag_dictionary is None:

@@ -1,7 +1,7 @@
 """Shared helpers for the preprocessing tests.
 
 ``reference_levels`` is a second, recursive statement of the partition rule,
-written independently of ``preprocess.partition`` (which is iterative and works
+written independently of ``mgsa_preprocess.partition`` (which is iterative and works
 on the normalised tuples): the tests hold the implementation against it.
 """
 
@@ -14,7 +14,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-from preprocess.synthetic import Node  # noqa: E402
+from mgsa_preprocess.synthetic import Node  # noqa: E402
 
 ROOT_LABELS = ("", "ROOT", "TOP")
 
@@ -96,7 +96,7 @@ def read_phrase_file(prefix: str, level: int):
 @pytest.fixture
 def corpus(tmp_path):
     """A small synthetic corpus (word level, one-line gold trees): (dir, {split: examples})."""
-    from preprocess.synthetic import generate, write_corpus
+    from mgsa_preprocess.synthetic import generate, write_corpus
 
     sizes = (("train", 120), ("valid", 20), ("test", 20))
     d = tmp_path / "raw"

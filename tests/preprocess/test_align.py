@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from preprocess.align import SPM_SPACE, cumulative, split_words, subword_lengths
+from mgsa_preprocess.align import SPM_SPACE, cumulative, split_words, subword_lengths
 
 
 def test_bpe_words_and_piece_counts():

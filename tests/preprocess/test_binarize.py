@@ -7,10 +7,10 @@ import pytest
 from fairseq.data import Dictionary
 
 from conftest import read_phrase_file, reference_levels
-from preprocess.binarize import (PhraseFileWriter, PhraseJob, TagTable, commit_split, remap_tags, write_split)
-from preprocess.errors import BadTree, PreprocessError
-from preprocess.report import SplitReport
-from preprocess.synthetic import generate
+from mgsa_preprocess.binarize import (PhraseFileWriter, PhraseJob, TagTable, commit_split, remap_tags, write_split)
+from mgsa_preprocess.errors import BadTree, PreprocessError
+from mgsa_preprocess.report import SplitReport
+from mgsa_preprocess.synthetic import generate
 
 TREES = [
     "(ROOT (S (NP (NNP Bush)) (VP (VBD held) (NP (DT a) (NN talk)) (PP (IN with) (NP (NNP Sharon))))))",
@@ -173,7 +173,7 @@ def test_tag_dictionary_file_round_trip(tmp_path):
 
 def test_reference_agrees_on_synthetic_gold_trees(tmp_path):
     """Phrase files for generated data equal the reference partition of the generator's own trees."""
-    from preprocess.synthetic import Grammar
+    from mgsa_preprocess.synthetic import Grammar
 
     g = Grammar(5)
     gold = [g.sentence() for _ in range(50)]

@@ -10,9 +10,9 @@ import pytest
 from fairseq.data import Dictionary, data_utils
 
 from conftest import ROOT, read_phrase_file, reference_levels
-from preprocess.align import SPM_SPACE
-from preprocess.cli import main
-from preprocess.synthetic import Grammar, generate
+from mgsa_preprocess.align import SPM_SPACE
+from mgsa_preprocess.cli import main
+from mgsa_preprocess.synthetic import Grammar, generate
 
 SIZES = (("train", 120), ("valid", 20), ("test", 20))
 SEED = 3
@@ -120,7 +120,7 @@ def test_end_to_end_sentencepiece_input(corpus, tmp_path):
 
 
 def run_console(*args):
-    return subprocess.run([sys.executable, "-m", "preprocess.cli", *args], cwd=ROOT, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "mgsa_preprocess.cli", *args], cwd=ROOT, capture_output=True, text=True,
                           timeout=300)
 
 

@@ -4,10 +4,10 @@ printed on a line of their own, after the progress bars (which are on here)."""
 
 import pytest
 
-from preprocess.binarize import PhraseJob, TagTable, write_split
-from preprocess.cli import main
-from preprocess.errors import PreprocessError
-from preprocess.report import SplitReport
+from mgsa_preprocess.binarize import PhraseJob, TagTable, write_split
+from mgsa_preprocess.cli import main
+from mgsa_preprocess.errors import PreprocessError
+from mgsa_preprocess.report import SplitReport
 
 CODES = "#version: 0.2\nQ Z\n"  # a merge that never applies: every word becomes characters
 TREES = ["(ROOT (S (NP (DT the) (NN dog)) (VP (VBD ran)) (. .)))",

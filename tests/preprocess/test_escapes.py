@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from preprocess.errors import BadTree
-from preprocess.trees import canonical_token, check_leaves, parse_tree
+from mgsa_preprocess.errors import BadTree
+from mgsa_preprocess.trees import canonical_token, check_leaves, parse_tree
 
 MOSES = [("&", "&amp;"), ("|", "&#124;"), ("<", "&lt;"), (">", "&gt;"), ("'", "&apos;"), ('"', "&quot;"),
          ("[", "&#91;"), ("]", "&#93;")]
@@ -133,7 +133,7 @@ def test_the_reported_corpus_passes_mgsa_preprocess_without_repairs(tmp_path):
     """PTB quotes against a Moses-escaped PTB-tokenised source: no sentence refused, none flattened."""
     import json
 
-    from preprocess.cli import main
+    from mgsa_preprocess.cli import main
 
     raw = tmp_path / "raw"
     raw.mkdir()

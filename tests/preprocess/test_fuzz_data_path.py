@@ -22,8 +22,8 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from conftest import ROOT, reference_levels
-from preprocess.cli import main as mgsa_preprocess
-from preprocess.synthetic import Node
+from mgsa_preprocess.cli import main as mgsa_preprocess
+from mgsa_preprocess.synthetic import Node
 
 USER_DIR = os.path.join(ROOT, "fairseq_mgsa")
 TINY = ["--encoder-layers", "1", "--decoder-layers", "1", "--encoder-embed-dim", "16",

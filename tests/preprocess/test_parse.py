@@ -8,9 +8,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conftest import read_phrase_file
-from preprocess import parse
-from preprocess.cli import main
-from preprocess.errors import PreprocessError
+from mgsa_preprocess import parse
+from mgsa_preprocess.cli import main
+from mgsa_preprocess.errors import PreprocessError
 
 
 class LookupParser:

@@ -3,9 +3,9 @@ no training here (that is test_stanza_trained.py)."""
 
 import pytest
 
-from preprocess.bracket_score import brackets, score_files, score_pairs
-from preprocess.errors import PreprocessError
-from preprocess.train_parser import main, read_treebank, write_conllu
+from mgsa_preprocess.bracket_score import brackets, score_files, score_pairs
+from mgsa_preprocess.errors import PreprocessError
+from mgsa_preprocess.train_parser import main, read_treebank, write_conllu
 
 # A Penn Treebank .mrg excerpt as it comes: multi-line, function tags, indices, empty elements, escapes.
 PTB = """( (S

@@ -6,11 +6,11 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from conftest import reference_levels
-from preprocess.align import SPM_SPACE
-from preprocess.binarize import PhraseJob, process_chunk
-from preprocess.partition import partition
-from preprocess.synthetic import Node
-from preprocess.trees import parse_tree
+from mgsa_preprocess.align import SPM_SPACE
+from mgsa_preprocess.binarize import PhraseJob, process_chunk
+from mgsa_preprocess.partition import partition
+from mgsa_preprocess.synthetic import Node
+from mgsa_preprocess.trees import parse_tree
 
 PAPER = "(ROOT (S (NP (NNP Bush)) (VP (VBD held) (NP (DT a) (NN talk)) (PP (IN with) (NP (NNP Sharon))))))"
 
@@ -154,7 +154,7 @@ def test_random_trees_and_segmentations(tree, seed, wrap, multiline, style, leve
 def test_synthetic_lines_of_several_sentences():
     """generate(..., sentences_per_line=3): one line is three grammar sentences in a row, its
     tree their three S under one S (level 1 = the sentences), its target their translations."""
-    from preprocess.synthetic import generate
+    from mgsa_preprocess.synthetic import generate
 
     singles = generate(4, 9)
     for src, tgt, tree in generate(4, 9, sentences_per_line=3):

@@ -15,8 +15,8 @@ from fairseq.data import Dictionary, data_utils
 from subword_nmt.learn_bpe import learn_bpe
 
 from conftest import ROOT, read_phrase_file, reference_levels
-from preprocess.cli import main
-from preprocess.synthetic import Node, write_corpus
+from mgsa_preprocess.cli import main
+from mgsa_preprocess.synthetic import Node, write_corpus
 
 USER_DIR = os.path.join(ROOT, "fairseq_mgsa")
 SPLITS = ("train", "valid", "test")
@@ -48,7 +48,7 @@ def trained(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("stanza")
     raw = tmp / "raw"
     write_corpus(str(raw), (("train", 300), ("valid", 40), ("test", 30)), seed=11)
-    out = run([sys.executable, "-m", "preprocess.train_parser", "--train", raw / "train.src.tree",
+    out = run([sys.executable, "-m", "mgsa_preprocess.train_parser", "--train", raw / "train.src.tree",
                "--dev", raw / "valid.src.tree", "--out", tmp / "parser", "--tagger-steps", "60",
                "--parser-epochs", "5", "--quiet"], tmp, offline_env(tmp))
     assert re.search(r"\[mgsa-train-parser\] done in \d+ s: dev labeled bracket F1", out), out
@@ -77,7 +77,7 @@ def stanza_brackets(tree):
 def test_directory_loads_offline_and_its_dev_score_is_labeled_bracket_f1(trained):
     from stanza.models.constituency import tree_reader
 
-    from preprocess.stanza_model import FILES, load_pipeline, read_record
+    from mgsa_preprocess.stanza_model import FILES, load_pipeline, read_record
 
     tmp, parser_dir = trained
     record = read_record(str(parser_dir))
@@ -108,7 +108,7 @@ def preprocessed(trained):
     raw = tmp / "raw"
     with open(raw / "train.src") as src, open(raw / "train.tgt") as tgt, open(tmp / "codes", "w") as out:
         learn_bpe(list(src) + list(tgt), out, num_symbols=40)
-    run([sys.executable, "-m", "preprocess.cli", "-s", "src", "-t", "tgt", "--trainpref", raw / "train",
+    run([sys.executable, "-m", "mgsa_preprocess.cli", "-s", "src", "-t", "tgt", "--trainpref", raw / "train",
          "--validpref", raw / "valid", "--testpref", raw / "test", "--parser", "stanza", "--stanza-dir", parser_dir,
          "--stanza-download", "download", "--bpe-codes", tmp / "codes", "--destdir", tmp / "data-bin",
          "--joined-dictionary", "--workers", "1", "--no-progress-bar"], tmp, offline_env(tmp))
@@ -125,7 +125,7 @@ def as_node(tree):
 def test_phrase_files_follow_the_trees_the_pipeline_returned(trained, preprocessed):
     from stanza.models.constituency import tree_reader
 
-    from preprocess.parse import StanzaParser, tree_path
+    from mgsa_preprocess.parse import StanzaParser, tree_path
 
     tmp, parser_dir = trained
     tag_dict = Dictionary.load(str(preprocessed / "dict.src.tags.txt"))
@@ -203,7 +203,7 @@ def test_fairseq_interactive_parses_text_into_the_phrases_of_mgsa_preprocess(tra
     from fairseq.data.encoders.subword_nmt_bpe import SubwordNMTBPE
 
     from fairseq_mgsa.data.inference_phrases import PhraseAnnotator
-    from preprocess.parse import StanzaParser
+    from mgsa_preprocess.parse import StanzaParser
 
     tmp, parser_dir = trained
     src_dict = Dictionary.load(str(preprocessed / "dict.src.txt"))

@@ -4,9 +4,9 @@ import io
 
 import pytest
 
-from preprocess.errors import BadTree, PreprocessError
-from preprocess.partition import partition
-from preprocess.trees import TreeStats, canonical_token, check_leaves, iter_tree_texts, parse_tree, strip_label
+from mgsa_preprocess.errors import BadTree, PreprocessError
+from mgsa_preprocess.partition import partition
+from mgsa_preprocess.trees import TreeStats, canonical_token, check_leaves, iter_tree_texts, parse_tree, strip_label
 
 # Multi-line, unlabeled outer bracket, function tags and indices, a co-indexed
 # empty subject whose NP is left empty, a PP-CLR: the WSJ .mrg layout.
