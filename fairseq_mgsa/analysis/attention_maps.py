@@ -129,12 +129,11 @@ def load(path: str, args):
     return model, cfg, task, label
 
 
-def test_batch(task, ids: List[int], data: str):
-    split = "test"
+def test_batch(task, ids: List[int], data: str, split: str = "test"):
     try:
         task.load_dataset(split)
     except FileNotFoundError as e:
-        raise MGSAError(f"{data}: no test split to take --test-ids from ({e})")
+        raise MGSAError(f"{data}: no {split!r} split to take --test-ids from ({e})")
     dataset = task.dataset(split)
     bad = [i for i in ids if not 0 <= i < len(dataset)]
     if bad:
@@ -364,6 +363,7 @@ def parse_args(argv=None):
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--input", help="sentences, one per line (raw text, or one bracketed tree per line)")
     source.add_argument("--test-ids", help="comma-separated sentence ids of the binarized test split, e.g. 0,3")
+    p.add_argument("--gen-subset", default="test", help="the split --test-ids index (as fairseq-generate's)")
     p.add_argument("--source-input", choices=["text", "trees"], default="text", help="what --input holds")
     p.add_argument("--layer", type=int, help="encoder layer to plot (1 = bottom; default: the layer right "
                                              "after the first MG-SA layer, as the paper's Fig. 3; else 2)")
@@ -410,7 +410,7 @@ def run(args) -> dict:
     os.makedirs(args.out, exist_ok=True)
     per_sentence: Dict[str, Dict[str, np.ndarray]] = {}
     for k, (model, cfg, task, label) in enumerate(tqdm(loaded, desc="attention weights", file=sys.stderr)):
-        batch = test_batch(task, args.test_ids, args.data) if lines is None else input_batch(task, cfg, lines,
+        batch = test_batch(task, args.test_ids, args.data, args.gen_subset) if lines is None else input_batch(task, cfg, lines,
                                                                                              args.input, args)
         recorder, partitions, hypotheses = record(task, model, batch, args.cross_attention)
         for b, sample_id in enumerate(batch["id"].tolist()):
