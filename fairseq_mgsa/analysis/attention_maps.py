@@ -289,12 +289,14 @@ def head_panels(matrix: np.ndarray, rows, columns, title: str, per_head: bool, f
     """matrix: h x rows x columns. One panel averaged over the heads, or one per head."""
     if per_head:
         return [Panel(m, rows, columns, f"{title}, head {first_head + i + 1}") for i, m in enumerate(matrix)]
-    heads = f"heads {first_head + 1}-{first_head + len(matrix)}" if len(matrix) > 1 else f"head {first_head + 1}"
-    return [Panel(matrix.mean(axis=0), rows, columns, f"{title} ({heads} averaged)")]
+    heads = f"heads {first_head + 1}-{first_head + len(matrix)} averaged" if len(matrix) > 1 else f"head {first_head + 1}"
+    return [Panel(matrix.mean(axis=0), rows, columns, f"{title} ({heads})")]
 
 
 def span_labels(tokens, spans, tags) -> List[str]:
-    return [f"{tag} {' '.join(tokens[s:e])}".strip() for (s, e), tag in zip(spans.tolist(), tags)]
+    # a phrase's words, subwords joined (subword-nmt's "@@ " marks), after its tag
+    words = [" ".join(tokens[s:e]).replace("@@ ", "") for s, e in spans.tolist()]
+    return [w if tag in ("", w) else f"{tag} {w}" for w, tag in zip(words, tags)]
 
 
 def figures(name: str, arrays: Dict[str, np.ndarray], labels: List[str], models, layer: int, args) -> Dict[str, float]:
@@ -437,6 +439,7 @@ def run(args) -> dict:
 def main(argv=None):
     logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s", level=logging.INFO,
                         stream=sys.stderr)
+    logging.getLogger("matplotlib").setLevel(logging.WARNING)
     args = parse_args(argv)
     try:
         run(args)

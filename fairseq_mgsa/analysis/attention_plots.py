@@ -43,6 +43,6 @@ def save_panels(path: str, panels: List[Panel], title: str, columns: int = 2) ->
     for ax in list(axes.flat)[len(panels):]:
         ax.axis("off")
     fig.suptitle(title, fontsize=9)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 0.97))  # room for the title
     fig.savefig(path, dpi=110)
     plt.close(fig)
