@@ -197,3 +197,121 @@ def test_hysan_branch_weights():
             if branch.name == "global":
                 assert torch.allclose(rec.weights["enc1"][h], ref, atol=1e-5)
         check_rows(p, torch.ones(1, dtype=torch.bool))
+
+
+# ---- the command on tiny trained checkpoints ---------------------------------------------
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """Baseline and syntactic MG-SA, one update each on the tiny syntactic corpus."""
+    from fairseq_runs import SYSTEMS, make_data_bin, run, train_command
+
+    tmp = tmp_path_factory.mktemp("attention")
+    data = make_data_bin(tmp, n_train=64)
+    paths = {}
+    for name in ("transformer", "mgsa_syntactic"):
+        system = next(s for s in SYSTEMS if s[0] == name)
+        run(train_command(data, tmp / name, system, 1, ["--no-epoch-checkpoints", "--disable-validation"]),
+            cwd=str(tmp))
+        paths[name] = str(tmp / name / "checkpoint_last.pt")
+    return tmp, data, paths
+
+
+def attention(*argv):
+    from fairseq_mgsa.analysis.attention_maps import parse_args, run
+
+    return run(parse_args([str(a) for a in argv]))
+
+
+def error_of(*argv):
+    """The one-line message mgsa-attention exits with."""
+    from fairseq_mgsa.analysis.attention_maps import main
+
+    with pytest.raises(SystemExit) as e:
+        main([str(a) for a in argv])
+    message = str(e.value.code)
+    assert message.startswith("mgsa-attention: error: ") and "\n" not in message
+    return message
+
+
+def test_command_side_by_side(trained):
+    """Two checkpoints, two sentences: PNGs, npz matrices whose shapes and labels are the
+    sentences' (tokens read back give the raw text), rows summing to 1."""
+    import matplotlib.image
+
+    tmp, data, paths = trained
+    out = tmp / "maps"
+    manifest = attention(data, "--path", paths["transformer"], "--path", paths["mgsa_syntactic"], "--out", out,
+                         "--test-ids", "0,2", "--gen-subset", "valid", "--cross-attention")
+    assert manifest["layer"] == 2  # right after the MG-SA layer (layer 1)
+    raw = (tmp / "raw" / "valid.src").read_text().splitlines()
+    for i in (0, 2):
+        arrays = np.load(out / f"test{i}.npz")
+        tokens = list(arrays["m0_tokens"])
+        assert list(arrays["m1_tokens"]) == tokens and tokens[-1] == "</s>"
+        assert " ".join(tokens[:-1]).replace("@@ ", "") == raw[i]
+        n = len(tokens)
+        for k in (0, 1):
+            for layer in (1, 2):
+                w = arrays[f"m{k}_enc{layer}"]
+                assert w.shape == (4, n, n) and np.allclose(w.sum(-1), 1, atol=1e-5)
+            cross = arrays[f"m{k}_cross1"]
+            assert cross.shape == (4, len(arrays[f"m{k}_target_tokens"]), n)
+            assert np.allclose(cross.sum(-1), 1, atol=1e-5)
+        assert arrays["m1_mgsa1_word"].shape == (1, n, n)
+        for level in (1, 2, 3):
+            spans, tags = arrays[f"m1_mgsa1_syn{level}_spans"], arrays[f"m1_mgsa1_syn{level}_tags"]
+            assert spans[0, 0] == 0 and spans[-1, 1] == n and (spans[1:, 0] == spans[:-1, 1]).all()
+            assert spans[-1, 0] == n - 1 and tags[-1] == "</s>"  # EOS: a phrase of its own
+            assert arrays[f"m1_mgsa1_syn{level}"].shape == (1, n, len(spans))
+            assert np.allclose(arrays[f"m1_mgsa1_syn{level}"].sum(-1), 1, atol=1e-5)
+        assert arrays["m1_mgsa1_syn1_tags"][0] == "NP"  # the subject
+        for png in (f"test{i}_self_layer2.png", f"test{i}_m1_mgsa_layer1.png", f"test{i}_cross.png"):
+            assert matplotlib.image.imread(str(out / png)).ndim == 3
+        assert set(manifest["sentences"][f"test{i}"]["figures_seconds"]) == {
+            f"test{i}_self_layer2.png", f"test{i}_m1_mgsa_layer1.png", f"test{i}_cross.png"}
+
+
+def test_trees_input_equals_test_split(trained):
+    """The same sentence as a bracketed tree (--input, fairseq-interactive's path) and from
+    the binarized split (--test-ids): same tokens, same phrases, same weights."""
+    tmp, data, paths = trained
+    trees = (tmp / "raw" / "valid.src.tree").read_text().splitlines()
+    (tmp / "trees.txt").write_text(trees[1] + "\n" + trees[0] + "\n")
+    common = [data, "--path", paths["transformer"], "--path", paths["mgsa_syntactic"], "--gen-subset", "valid"]
+    attention(*common, "--out", tmp / "from-trees", "--input", tmp / "trees.txt", "--source-input", "trees",
+              "--bpe-codes", tmp / "codes", "--layer", "1")
+    attention(*common, "--out", tmp / "from-ids", "--test-ids", "1", "--layer", "1")
+    a, b = np.load(tmp / "from-trees" / "line1.npz"), np.load(tmp / "from-ids" / "test1.npz")
+    assert sorted(a.files) == sorted(b.files)
+    for key in a.files:
+        if a[key].dtype.kind in "fi":
+            assert np.allclose(a[key], b[key], atol=1e-5), key
+        else:
+            assert (a[key] == b[key]).all(), key
+    assert os.path.exists(tmp / "from-trees" / "line1_self_layer1.png")
+
+
+def test_bad_input(trained):
+    tmp, data, paths = trained
+    both = ["--path", paths["transformer"], "--path", paths["mgsa_syntactic"], "--out", tmp / "bad"]
+    # a tree broken over two lines: the line count is not the sentence count
+    trees = (tmp / "raw" / "valid.src.tree").read_text().splitlines()
+    broken = tmp / "broken.txt"
+    broken.write_text(trees[0] + "\n" + trees[1].replace(" (VP", "\n(VP") + "\n")
+    message = error_of(data, *both, "--input", broken, "--source-input", "trees", "--bpe-codes", tmp / "codes")
+    assert str(broken) in message and "line 2" in message and "tree" in message
+    message = error_of(data, *both, "--test-ids", "0,99", "--gen-subset", "valid")
+    assert "--test-ids 99" in message and str(data / "valid.src-tgt.src") in message and "16 sentences" in message
+    message = error_of(data, *both, "--test-ids", "0", "--gen-subset", "valid", "--layer", "5")
+    assert "--layer 5" in message and "1-2" in message
+
+
+def test_missing_checkpoint_is_one_line(tmp_path):
+    """From the console script: one line on stderr naming the file, no traceback."""
+    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "mgsa-attention"), str(tmp_path),
+                           "--path", str(tmp_path / "nope.pt"), "--out", str(tmp_path / "out"), "--test-ids", "0"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.returncode != 0
+    lines = [l for l in proc.stderr.splitlines() if l.strip() and "tensorboardX" not in l]
+    assert lines == [f"mgsa-attention: error: checkpoint {tmp_path / 'nope.pt'} not found (--path)"]

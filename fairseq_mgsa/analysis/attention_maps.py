@@ -439,7 +439,6 @@ def run(args) -> dict:
 def main(argv=None):
     logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s", level=logging.INFO,
                         stream=sys.stderr)
-    logging.getLogger("matplotlib").setLevel(logging.WARNING)
     args = parse_args(argv)
     try:
         run(args)

@@ -1,9 +1,12 @@
 """Heat maps for mgsa-attention: a grid of labelled attention matrices in one PNG."""
 
+import logging
 from dataclasses import dataclass
 from typing import List, Sequence
 
-import matplotlib
+# quiet even when an imported library has set the root logger to DEBUG (font cache chatter)
+logging.getLogger("matplotlib").setLevel(logging.WARNING)
+import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
