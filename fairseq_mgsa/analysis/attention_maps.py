@@ -52,7 +52,7 @@ from ..errors import MGSAError
 from ..modules.hybrid_attention import HybridMultiheadAttention
 from ..modules.multi_granularity_attention import MultiGranularitySelfAttention
 from ..modules.phrase_based_attention import HOMOGENEOUS, PhraseBasedAttention
-from .attention_plots import Panel, save_panels
+from .attention_plots import figures
 
 logger = logging.getLogger("mgsa_attention")
 
@@ -239,9 +239,11 @@ def sentence_arrays(task, model, batch, b: int, recorder, partitions, hypotheses
         if isinstance(module, MultiGranularitySelfAttention):
             out[f"m{k}_enc{layer}"] = keep(module.token_weights(w.transpose(0, 1), partitions).transpose(0, 1))
             h = module.heads_per_granularity
+            groups = []  # npz key suffix of each head group, in head order
             for g_i, g in enumerate(module.granularities):
                 heads = w[g_i * h:(g_i + 1) * h, b].index_select(1, real)  # h x T x slots
                 key = f"m{k}_mgsa{layer}_{g}" + (f"_{g_i}" if module.granularities.count(g) > 1 else "")
+                groups.append(key[len(f"m{k}_mgsa{layer}_"):])
                 if g == "word":
                     out[key] = heads.index_select(2, real).float().numpy()
                     continue
@@ -249,6 +251,7 @@ def sentence_arrays(task, model, batch, b: int, recorder, partitions, hypotheses
                 out[key] = heads[:, :, :len(spans)].float().numpy()
                 out[key + "_spans"] = spans
                 out[key + "_tags"] = np.array(phrase_tags(task, batch, g, b, len(spans)))
+            out[f"m{k}_mgsa{layer}_groups"] = np.array(groups)
         else:
             out[f"m{k}_enc{layer}"] = keep(w)
         if isinstance(module, PhraseBasedAttention):
@@ -281,77 +284,6 @@ def phrase_tags(task, batch, granularity: str, b: int, count: int) -> List[str]:
     level = int(granularity[3:])
     ids = tags[level - 1, b, :count - 1].tolist()
     return [tag_dict[t] if tag_dict is not None else str(t) for t in ids] + ["</s>"]
-
-
-# ---- figures ----------------------------------------------------------------------------
-
-def head_panels(matrix: np.ndarray, rows, columns, title: str, per_head: bool, first_head: int = 0) -> List[Panel]:
-    """matrix: h x rows x columns. One panel averaged over the heads, or one per head."""
-    if per_head:
-        return [Panel(m, rows, columns, f"{title}, head {first_head + i + 1}") for i, m in enumerate(matrix)]
-    heads = f"heads {first_head + 1}-{first_head + len(matrix)} averaged" if len(matrix) > 1 else f"head {first_head + 1}"
-    return [Panel(matrix.mean(axis=0), rows, columns, f"{title} ({heads})")]
-
-
-def span_labels(tokens, spans, tags) -> List[str]:
-    # a phrase's words, subwords joined (subword-nmt's "@@ " marks), after its tag
-    words = [" ".join(tokens[s:e]).replace("@@ ", "") for s, e in spans.tolist()]
-    return [w if tag in ("", w) else f"{tag} {w}" for w, tag in zip(words, tags)]
-
-
-def figures(name: str, arrays: Dict[str, np.ndarray], labels: List[str], models, layer: int, args) -> Dict[str, float]:
-    """Write the PNGs of one sentence; returns {file: seconds it took}."""
-    written = {}
-
-    def save(filename, panels, title, columns=2):
-        start = time.perf_counter()
-        save_panels(os.path.join(args.out, filename), panels, title, columns)
-        written[filename] = round(time.perf_counter() - start, 3)
-
-    self_panels = []
-    for k, label in enumerate(labels):
-        tokens = list(arrays[f"m{k}_tokens"])
-        self_panels += head_panels(arrays[f"m{k}_enc{layer}"], tokens, tokens, f"{label}: encoder layer {layer}",
-                                   args.per_head)
-    save(f"{name}_self_layer{layer}.png", self_panels, f"{name}: encoder self-attention, layer {layer}",
-         columns=len(labels) if not args.per_head else 4)
-
-    for k, (label, model) in enumerate(zip(labels, models)):
-        tokens = list(arrays[f"m{k}_tokens"])
-        mgsa_layers = sorted({int(a[len(f"m{k}_mgsa"):].split("_")[0]) for a in arrays if a.startswith(f"m{k}_mgsa")})
-        for l in mgsa_layers:
-            module = model.encoder.layers[l - 1].self_attn
-            panels, h = [], module.heads_per_granularity
-            for g_i, g in enumerate(module.granularities):
-                key = f"m{k}_mgsa{l}_{g}" + (f"_{g_i}" if module.granularities.count(g) > 1 else "")
-                columns = tokens if g == "word" else span_labels(tokens, arrays[key + "_spans"], arrays[key + "_tags"])
-                panels += head_panels(arrays[key], tokens, columns, f"{g} heads", args.per_head, g_i * h)
-            save(f"{name}_m{k}_mgsa_layer{l}.png", panels, f"{name}: {label}, inside MG-SA layer {l}: "
-                 f"each head group over its memory (phrase columns: tag + words)")
-        for kind, title in (("pba", "phrase-based attention over n-grams (key: the n-gram ending there)"),
-                            ("hysan", "HySAN branches")):
-            keys = sorted(a for a in arrays if a.startswith(f"m{k}_{kind}{layer}_"))
-            if not keys:
-                continue
-            panels = []
-            for key in keys:
-                part = key.split("_", 2)[2]
-                columns = tokens
-                if part.startswith("ngram"):
-                    size = int(part[5:])
-                    columns = [" ".join(tokens[max(0, s - size + 1):s + 1]) for s in range(len(tokens))]
-                panels += head_panels(arrays[key], tokens, columns, part, args.per_head)
-            save(f"{name}_m{k}_{kind}_layer{layer}.png", panels, f"{name}: {label}, layer {layer}, {title}")
-
-    if args.cross_attention:
-        panels = []
-        for k, label in enumerate(labels):
-            last = max(int(a[len(f"m{k}_cross"):]) for a in arrays if a.startswith(f"m{k}_cross"))
-            panels += head_panels(arrays[f"m{k}_cross{last}"], list(arrays[f"m{k}_target_tokens"]),
-                                  list(arrays[f"m{k}_tokens"]), f"{label}: decoder layer {last}", args.per_head)
-        save(f"{name}_cross.png", panels, f"{name}: cross-attention (rows: the model's translation)",
-             columns=len(labels) if not args.per_head else 4)
-    return written
 
 
 # ---- command ----------------------------------------------------------------------------
@@ -426,7 +358,7 @@ def run(args) -> dict:
     for name in tqdm(list(dict.fromkeys(order)), desc="figures", file=sys.stderr):
         arrays = per_sentence[name]
         np.savez(os.path.join(args.out, f"{name}.npz"), **arrays)
-        written = figures(name, arrays, labels, models, layer, args)
+        written = figures(name, arrays, labels, layer, args.out, args.per_head, args.cross_attention)
         manifest["sentences"][name] = {"npz": f"{name}.npz", "shapes": {k: list(v.shape) for k, v in arrays.items()},
                                        "figures_seconds": written}
         for filename, seconds in written.items():
