@@ -292,6 +292,20 @@ def test_trees_input_equals_test_split(trained):
     assert os.path.exists(tmp / "from-trees" / "line1_self_layer1.png")
 
 
+def test_batched_equals_one_by_one(trained):
+    """Sentences of different lengths in one padded batch give the weights each gives alone."""
+    tmp, data, paths = trained
+    common = [data, "--path", paths["transformer"], "--path", paths["mgsa_syntactic"], "--test-ids", "3,0,5",
+              "--gen-subset", "valid"]
+    attention(*common, "--out", tmp / "batched")
+    attention(*common, "--out", tmp / "alone", "--batch-size", "1")
+    for i in (3, 0, 5):
+        a, b = np.load(tmp / "batched" / f"test{i}.npz"), np.load(tmp / "alone" / f"test{i}.npz")
+        assert a.files == b.files
+        for key in a.files:
+            assert (a[key] == b[key]).all() if a[key].dtype.kind not in "f" else np.allclose(a[key], b[key], atol=1e-5)
+
+
 def test_bad_input(trained):
     tmp, data, paths = trained
     both = ["--path", paths["transformer"], "--path", paths["mgsa_syntactic"], "--out", tmp / "bad"]

@@ -46,6 +46,9 @@ from fairseq.data import data_utils
 from fairseq.modules import MultiheadAttention
 from tqdm import tqdm
 
+from mgsa_preprocess.errors import PreprocessError
+from mgsa_preprocess.trees import parse_tree
+
 from .. import checkpoint_loading  # noqa: F401  (torch.load allow-list for fairseq checkpoints)
 from ..data.inference_phrases import PhraseAnnotator
 from ..errors import MGSAError
@@ -129,7 +132,8 @@ def load(path: str, args):
     return model, cfg, task, label
 
 
-def test_batch(task, ids: List[int], data: str, split: str = "test"):
+def test_split(task, ids: List[int], data: str, split: str = "test"):
+    """The binarized split, with every id of --test-ids checked against its size."""
     try:
         task.load_dataset(split)
     except FileNotFoundError as e:
@@ -139,10 +143,10 @@ def test_batch(task, ids: List[int], data: str, split: str = "test"):
     if bad:
         where = os.path.join(data, f"{split}.{task.cfg.source_lang}-{task.cfg.target_lang}.{task.cfg.source_lang}")
         raise MGSAError(f"--test-ids {bad[0]}: {where} has {len(dataset)} sentences (ids 0-{len(dataset) - 1})")
-    return dataset.collater([dataset[i] for i in ids])
+    return dataset
 
 
-def read_lines(path: str) -> List[str]:
+def read_lines(path: str, source_input: str) -> List[str]:
     if not os.path.isfile(path):
         raise MGSAError(f"input file {path} not found (--input)")
     with open(path, encoding="utf-8") as f:
@@ -152,11 +156,18 @@ def read_lines(path: str) -> List[str]:
             raise MGSAError(f"{path}, line {i}: empty line, expected one sentence (or one tree) per line")
     if not lines:
         raise MGSAError(f"{path} is empty: expected one sentence (or one tree) per line")
+    if source_input == "trees":  # every line one whole tree, checked before any model is loaded
+        for i, line in enumerate(lines, 1):
+            try:
+                parse_tree(line, path, i)
+            except PreprocessError as e:
+                raise MGSAError(f"{path}: input line {i}: expected one bracketed tree (--source-input trees): {e}")
     return lines
 
 
-def input_batch(task, cfg, lines: List[str], path: str, args):
-    """The batch fairseq-interactive would decode for `lines`, phrases included (the task's path)."""
+def input_batch(task, cfg, lines: List[str], first: int, path: str, args):
+    """The batch fairseq-interactive would decode for `lines` (from line `first` of the
+    file, 0-based), phrases included (the task's own path)."""
     tokenizer = task.build_tokenizer(cfg.tokenizer)
     bpe = task.build_bpe(Namespace(bpe="subword_nmt", bpe_codes=args.bpe_codes, bpe_separator=args.bpe_separator)
                          if args.bpe_codes else cfg.bpe)
@@ -164,7 +175,8 @@ def input_batch(task, cfg, lines: List[str], path: str, args):
         if getattr(task, "required_levels", 0):  # MG-SA with tree levels: the task parses / reads trees
             tokens, lengths = task.get_interactive_tokens_and_lengths(lines, None)
         elif args.source_input == "trees":  # a model without phrases: the trees' words, as the task reads them
-            tokens = PhraseAnnotator(task.source_dictionary, None, 0, "trees", tokenizer=None, bpe=bpe)(lines)[0]
+            tokens = PhraseAnnotator(task.source_dictionary, None, 0, "trees", tokenizer=None,
+                                     bpe=bpe)(lines, first + 1)[0]
             lengths = [t.numel() for t in tokens]
         else:
             def encode(line):
@@ -174,7 +186,9 @@ def input_batch(task, cfg, lines: List[str], path: str, args):
     except MGSAError as e:
         raise MGSAError(f"{path}: {e}")
     dataset = task.build_dataset_for_inference(tokens, lengths)
-    return dataset.collater([dataset[i] for i in range(len(lines))])
+    batch = dataset.collater([dataset[i] for i in range(len(lines))])
+    batch["id"] = batch["id"] + first  # line numbers in the file
+    return batch
 
 
 def translate(task, model, batch) -> List[torch.Tensor]:
@@ -309,6 +323,7 @@ def parse_args(argv=None):
     p.add_argument("--stanza-dir", help="parser for raw --input text (a directory of mgsa-train-parser)")
     p.add_argument("--bpe-codes", help="subword-nmt codes for --input (default: the checkpoint's --bpe)")
     p.add_argument("--bpe-separator", default="@@")
+    p.add_argument("--batch-size", type=int, default=32, help="sentences per forward")
     args = p.parse_args(argv)
     if len(args.path) > 2:
         p.error("--path: at most two checkpoints (side by side)")
@@ -332,7 +347,7 @@ def run(args) -> dict:
     for path in args.path:  # before any loading
         if not os.path.isfile(path):
             raise MGSAError(f"checkpoint {path} not found (--path)")
-    lines = read_lines(args.input) if args.input else None
+    lines = read_lines(args.input, args.source_input) if args.input else None
     torch.set_num_threads(max(1, int(os.environ.get("OMP_NUM_THREADS", "1"))))
     start = time.perf_counter()
     loaded = [load(path, args) for path in tqdm(args.path, desc="load checkpoints", file=sys.stderr)]
@@ -343,14 +358,22 @@ def run(args) -> dict:
             raise MGSAError(f"--layer {layer}: {path} has encoder layers 1-{len(model.encoder.layers)}")
     os.makedirs(args.out, exist_ok=True)
     per_sentence: Dict[str, Dict[str, np.ndarray]] = {}
-    for k, (model, cfg, task, label) in enumerate(tqdm(loaded, desc="attention weights", file=sys.stderr)):
-        batch = test_batch(task, args.test_ids, args.data, args.gen_subset) if lines is None else input_batch(task, cfg, lines,
-                                                                                             args.input, args)
-        recorder, partitions, hypotheses = record(task, model, batch, args.cross_attention)
-        for b, sample_id in enumerate(batch["id"].tolist()):
-            name = f"test{sample_id}" if lines is None else f"line{sample_id + 1}"
-            per_sentence.setdefault(name, {}).update(
-                sentence_arrays(task, model, batch, b, recorder, partitions, hypotheses, k))
+    sentences = args.test_ids if lines is None else lines
+    chunks = [(i, sentences[i:i + args.batch_size]) for i in range(0, len(sentences), args.batch_size)]
+    progress = tqdm(total=len(loaded) * len(sentences), desc="attention weights", unit="sent", file=sys.stderr)
+    splits = [test_split(task, args.test_ids, args.data, args.gen_subset) for _, _, task, _ in loaded] \
+        if lines is None else None
+    for k, (model, cfg, task, label) in enumerate(loaded):
+        for first, chunk in chunks:  # one batched forward per chunk of --batch-size sentences
+            batch = (splits[k].collater([splits[k][i] for i in chunk]) if lines is None else
+                     input_batch(task, cfg, chunk, first, args.input, args))
+            recorder, partitions, hypotheses = record(task, model, batch, args.cross_attention)
+            for b, sample_id in enumerate(batch["id"].tolist()):
+                name = f"test{sample_id}" if lines is None else f"line{sample_id + 1}"
+                per_sentence.setdefault(name, {}).update(
+                    sentence_arrays(task, model, batch, b, recorder, partitions, hypotheses, k))
+            progress.update(len(chunk))
+    progress.close()
     weights_seconds = round(time.perf_counter() - start, 3)
     manifest = {"checkpoints": [{"path": p, "label": l} for p, l in zip(args.path, labels)], "layer": layer,
                 "seconds_loading_and_weights": weights_seconds, "sentences": {}}
