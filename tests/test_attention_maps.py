@@ -314,7 +314,7 @@ def test_bad_input(trained):
     broken = tmp / "broken.txt"
     broken.write_text(trees[0] + "\n" + trees[1].replace(" (VP", "\n(VP") + "\n")
     message = error_of(data, *both, "--input", broken, "--source-input", "trees", "--bpe-codes", tmp / "codes")
-    assert str(broken) in message and "line 2" in message and "tree" in message
+    assert f"{broken}:2: unbalanced bracket" in message and "one bracketed tree per line" in message
     message = error_of(data, *both, "--test-ids", "0,99", "--gen-subset", "valid")
     assert "--test-ids 99" in message and str(data / "valid.src-tgt.src") in message and "16 sentences" in message
     message = error_of(data, *both, "--test-ids", "0", "--gen-subset", "valid", "--layer", "5")

@@ -161,7 +161,7 @@ def read_lines(path: str, source_input: str) -> List[str]:
             try:
                 parse_tree(line, path, i)
             except PreprocessError as e:
-                raise MGSAError(f"{path}: input line {i}: expected one bracketed tree (--source-input trees): {e}")
+                raise MGSAError(f"{e} (--source-input trees: one bracketed tree per line)")
     return lines
 
 
