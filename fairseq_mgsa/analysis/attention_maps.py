@@ -124,7 +124,9 @@ def load(path: str, args):
     if args.stanza_dir:
         overrides["stanza_dir"] = args.stanza_dir
     if args.source_lang:
-        overrides.update(source_lang=args.source_lang, target_lang=args.target_lang)
+        overrides["source_lang"] = args.source_lang
+    if args.target_lang:
+        overrides["target_lang"] = args.target_lang
     models, cfg, task = checkpoint_utils.load_model_ensemble_and_task([path], arg_overrides=overrides)
     model = models[0].eval()
     arch = getattr(cfg.model, "arch", None) or getattr(cfg.model, "_name", "model")
