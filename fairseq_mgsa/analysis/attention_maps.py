@@ -3,13 +3,14 @@
     mgsa-attention DATA --path CKPT [--path CKPT2] --out DIR
                    (--input FILE [--source-input text|trees] | --test-ids 0,3)
                    [--layer L] [--per-head] [--cross-attention] [-s SRC -t TGT] [--stanza-dir DIR]
+                   [--gen-subset test] [--bpe-codes CODES] [--batch-size 32]
 
 Each checkpoint is loaded with its own task (fairseq's checkpoint_utils), so sentences reach
 it as in fairseq-generate (--test-ids: the binarized test split, phrase files included) or
 fairseq-interactive (--input: raw text parsed with stanza, or one bracketed tree per line).
 The weights are the models' own: every attention module is asked for them through fairseq's
 need_weights / need_head_weights (forward hooks, `AttentionRecorder`), in one batched forward
-over all sentences. For each sentence, in --out:
+per --batch-size sentences. docs/analyses.md shows the figures. For each sentence, in --out:
 
     <sentence>.npz                  the raw matrices (key list below), every encoder layer
     <sentence>_self_layer<L>.png    encoder self-attention of layer L, token x token, one panel
@@ -23,7 +24,8 @@ over all sentences. For each sentence, in --out:
 
 npz keys, k = checkpoint (0, 1), l = encoder layer (1 = bottom): m<k>_tokens; m<k>_enc<l>
 (H x T x T, token level: an MG-SA or PBA layer's phrase weights shared evenly by the phrase's
-tokens); m<k>_mgsa<l>_<granularity> (h x T x P) with _spans (P x 2, token [start, end)) and _tags;
+tokens); m<k>_mgsa<l>_groups (head groups in head order) and m<k>_mgsa<l>_<group> (word heads
+h x T x T, phrase heads h x T x P) with _spans (P x 2, token [start, end)) and _tags;
 m<k>_pba<l>_ngram<n> (h x T x T, key s = the n-gram ending at token s); m<k>_hysan<l>_<branch>;
 m<k>_target_tokens and m<k>_cross<l> (H x U x T) with --cross-attention.
 """
