@@ -286,7 +286,8 @@ def _trees_phrases_fairseq(args, splits, seg_prefix, parse_kwargs, new_dicts, al
             for name, path in align_from.items():
                 alignments["files"][name]["output"] = word_alignments.binarize(path, name, fargs)
             if alignfile:
-                alignments["files"]["alignfile"]["output"] = os.path.join(args.destdir, f"alignment.{src}-{tgt}.txt")
+                alignments["files"]["alignfile"]["output"] = os.path.join(args.destdir,
+                                                                          f"alignment.{src}-{tgt}.txt")
         except (AssertionError, FileExistsError, FileNotFoundError, OSError) as e:
             raise PreprocessError(f"fairseq-preprocess failed: {type(e).__name__}: {e}") from None
 
@@ -342,10 +343,10 @@ def _dict_only_summary(args, tags) -> dict:
     paths = {"--srcdict": fairseq_options.dict_path(dest, src)}
     if not args.only_source:
         paths["--tgtdict"] = fairseq_options.dict_path(dest, tgt)
-    sizes = {option: len(Dictionary.load(path)) for option, path in paths.items()}
+    sizes = {option: f"{len(Dictionary.load(path))} types" for option, path in paths.items()}  # fairseq's count
     paths["--tagdict"] = fairseq_options.tag_dict_path(dest, src)
-    sizes["--tagdict"] = len(tags.dictionary)
-    print("mgsa-preprocess --dict-only: wrote " + ", ".join(f"{paths[o]} ({sizes[o]} symbols)" for o in paths))
+    sizes["--tagdict"] = f"{len(tags.dictionary) - tags.dictionary.nspecial} tags"
+    print("mgsa-preprocess --dict-only: wrote " + ", ".join(f"{paths[o]} ({sizes[o]})" for o in paths))
     reuse = dict(paths)
     if args.joined_dictionary:
         reuse.pop("--tgtdict", None)  # fairseq takes the joined dictionary once

@@ -22,6 +22,8 @@ def tag_dict_path(destdir: str, src: str) -> str:
 
 def check(args):
     """Refuse combinations fairseq-preprocess cannot carry out (one line, before any work)."""
+    if not args.target_lang and not args.only_source:
+        raise PreprocessError("--target-lang is required (or --only-source)")
     if args.only_source:
         for option, value in (("--tgtdict", args.tgtdict), ("--tgt-bpe-codes", args.tgt_bpe_codes),
                               ("--align-suffix", args.align_suffix), ("--alignfile", args.alignfile),

@@ -121,7 +121,8 @@ def test_alignfile_with_bpe_codes_is_mapped(corpus, codes, tmp_path):
 
 
 @pytest.mark.parametrize("line, message", [
-    ("0-0 0-99", "the pair 0-99 is out of range: {raw}/train.src:4 has {ns} words and {raw}/train.tgt:4 has {nt} (indices start at 0)"),
+    ("0-0 0-99", "the pair 0-99 is out of range: {raw}/train.src:4 has {ns} words and {raw}/train.tgt:4 has {nt} "
+                 "(indices start at 0)"),
     ("0-0 1:2", "expected alignment pairs i-j (source word i, target word j, from 0), got '1:2'"),
 ])
 def test_bad_alignment_line_is_one_line_error_before_any_work(corpus, codes, tmp_path, capsys, line, message):

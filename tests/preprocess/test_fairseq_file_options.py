@@ -37,13 +37,17 @@ def test_refusals_before_any_work(corpus, tmp_path, capsys):
          "without --trainpref there is no text to build the target dictionary from: pass --tgtdict"),
         (["--testpref", f"{raw}/test", "--tagdict", "t", "--joined-dictionary"],
          "without --trainpref there is no text to build the joined dictionary from: pass --srcdict"),
-        (["--testpref", f"{raw}/test", "--alignfile", "a"] + d, "--alignfile aligns the training text: it needs --trainpref"),
+        (["--testpref", f"{raw}/test", "--alignfile", "a"] + d,
+         "--alignfile aligns the training text: it needs --trainpref"),
         (train + ["--only-source", "--align-suffix", "align"],
          "--align-suffix needs the target side: it cannot be used with --only-source"),
-        (train + ["--only-source", "--tgtdict", "x"], "--tgtdict needs the target side: it cannot be used with --only-source"),
+        (train + ["--only-source", "--tgtdict", "x"],
+         "--tgtdict needs the target side: it cannot be used with --only-source"),
     ]
     for extra, message in cases:
         assert refused(base + extra, capsys, dest) == message, extra
+    # fairseq would read {pref}.None
+    assert refused(base[:2] + base[4:] + train, capsys, dest) == "--target-lang is required (or --only-source)"
 
 
 def test_workdir_beside_the_data_is_refused_not_overwritten(corpus, tmp_path, capsys):
