@@ -125,7 +125,7 @@ def _alignment_files(args, splits):
     fairseq binarizes the files it finds and passes over the others without a word;
     here the splits without one are printed and listed in the report.
     """
-    if not args.align_suffix:
+    if not args.align_suffix or args.dict_only:  # fairseq's --dict-only writes no alignments either
         return {}, []
     found, missing = {}, []
     for name, pref in splits:
@@ -196,13 +196,14 @@ def run(args) -> dict:
     new_dicts = [p for p in dict_paths if not os.path.exists(p)]  # removed again if the run fails
 
     # 0. Alignment files, checked against the text before the long work: {name: (user's file, user's prefix)}
-    alignments = {} if args.dict_only else {name: (path, dict(splits)[name]) for name, path in align_files.items()}
+    alignments = {name: (path, dict(splits)[name]) for name, path in align_files.items()}
     if args.alignfile and not args.dict_only:
         alignments["alignfile"] = (args.alignfile, args.trainpref)
     align_stats = {}
     for name, (path, pref) in alignments.items():
-        align_stats[name] = word_alignments.convert(word_alignments.AlignJob(path, f"{pref}.{src}", f"{pref}.{tgt}"),
-                                workers=args.workers, progress=progress, desc=f"check {os.path.basename(path)}")
+        job = word_alignments.AlignJob(path, f"{pref}.{src}", f"{pref}.{tgt}")
+        align_stats[name] = word_alignments.convert(job, workers=args.workers, progress=progress,
+                                                    desc=f"check {os.path.basename(path)}")
 
     # 1. BPE (with --dict-only into a folder removed at the end, unless --workdir names one)
     scratch = None
