@@ -58,6 +58,14 @@ def test_dict_only_with_bpe_codes_leaves_no_segmented_text(corpus, tmp_path):
     main(command(raw, dest, "--dict-only", "--bpe-codes", str(codes)))
     assert sorted(os.listdir(dest)) == ["dict.src.tags.txt", "dict.src.txt", "dict.tgt.txt", "preprocess.log"]
     assert any("@@" in line for line in (dest / "dict.src.txt").read_text().splitlines())
+    # then binarized with them (--srcdict/--tgtdict with --bpe-codes), as one full run would
+    full = tmp_path / "full"
+    main(command(raw, full, "--bpe-codes", str(codes)))
+    main(command(raw, dest, "--bpe-codes", str(codes), "--srcdict", f"{dest}/dict.src.txt", "--tgtdict",
+                 f"{dest}/dict.tgt.txt", "--tagdict", f"{dest}/dict.src.tags.txt"))
+    for name in ("dict.src.txt", "dict.tgt.txt", "valid.src-tgt.src.bin", "valid.src-tgt.tgt.bin",
+                 "valid.src-tgt.src.syn2.bin"):
+        assert (dest / name).read_bytes() == (full / name).read_bytes(), name
 
 
 def test_a_run_failing_after_the_dictionaries_removes_them(corpus, tmp_path, capsys, monkeypatch):
