@@ -8,8 +8,7 @@ batches) and decodes through `task.inference_step`, the call fairseq-generate ti
 * FLOPs: torch.utils.flop_counter.FlopCounterMode around `inference_step` over every test
   batch (the encoder once per sentence, then the incremental decoder steps over the beam),
   divided by the generated tokens (the best hypotheses' tokens with their end-of-sentence, as
-  fairseq-generate counts them); the decoder's share is the part counted inside the models'
-  decoders. As in training, matrix products dominate and element-wise work is not counted.
+  fairseq-generate counts them); the encoder's share is reported beside it. As in training, matrix products dominate and element-wise work is not counted.
 * Time: `rounds` rounds; in every round every batch is decoded by each system back to back,
   in an order rotating from batch to batch (as training's interleaved run), so each
   (round, batch) gives a paired time ratio against the baseline. The interval is the
@@ -66,23 +65,18 @@ class Decoder:
         return [len(h[0]["tokens"]) for h in hypos]
 
 
-def decoder_flops(counter, models):
-    """FLOPs counted inside the models' decoders (FlopCounterMode's per-module figures)."""
-    counts = counter.get_flop_counts()
-    names = {type(m.decoder).__name__ for m in models}
-    # the tracker names a module by its path of attribute names from the outermost module
-    # called, e.g. "EnsembleModel.models.0.decoder"; the decoder's own entry holds its total
-    keys = [k for k in counts if k.endswith(".decoder") or k.split(".")[-1] in names]
-    return sum(sum(counts[k].values()) for k in keys[:1])
-
-
 def count_flops(dec):
-    """FLOPs of decoding the whole test split, per generated token, and the decoders' share."""
+    """FLOPs of decoding the whole test split, per generated token, and the encoder's share
+    (counted again alone: the encoder call beam search makes once per batch)."""
     with FlopCounterMode(display=False) as counter:
         lengths = [n for batch in dec.batches for n in dec.decode(batch)]
+    with FlopCounterMode(display=False) as encoder, torch.no_grad():
+        for batch in dec.batches:
+            for model in dec.models:
+                model.encoder.forward_torchscript(batch["net_input"])
     total, tokens = counter.get_total_flops(), sum(lengths)
     return {"decode_flops": total, "decode_generated_tokens": tokens, "decode_flops_per_token": total / tokens,
-            "decode_decoder_flops_share": decoder_flops(counter, dec.models) / total if total else None,
+            "decode_encoder_flops_share": encoder.get_total_flops() / total if total else None,
             "decode_flop_sentences": len(lengths)}
 
 
@@ -116,8 +110,8 @@ def measure(systems, checkpoints, data, user_dir, a, device, length, baseline):
     out = {}
     for n, dec in decoders.items():
         out[n] = count_flops(dec)
-        logger.info("[decode FLOPs] %-24s %.4f GFLOP per generated token (decoder %.0f%%)", n,
-                    out[n]["decode_flops_per_token"] / 1e9, 100 * (out[n]["decode_decoder_flops_share"] or 0))
+        logger.info("[decode FLOPs] %-24s %.4f GFLOP per generated token (encoder %.0f%%)", n,
+                    out[n]["decode_flops_per_token"] / 1e9, 100 * (out[n]["decode_encoder_flops_share"] or 0))
     times = time_interleaved(decoders, a.decode_step_rounds)
     for n, r in out.items():
         r["decode_batch_s"] = times[n]

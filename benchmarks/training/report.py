@@ -199,7 +199,8 @@ def readme_table(report):
             f"({fmt(r['flop_ratio'], '.3f')}) | {fmt(r['time_ratio'], '.3f')}{fmt_ci(r.get('time_ratio_ci95'))} "
             f"| {fmt(r['overhead_ratio'], '.3f')}{fmt_ci(r.get('overhead_ratio_ci95'))} "
             f"| {fmt(tokens_per_s(r), '.0f')} | {fmt(r['mem_ratio'], '.3f')} "
-            f"| {fmt(per_token and per_token / 1e6, '.1f')}M ({fmt(d.get('flop_ratio'), '.3f')}) "
+            f"| {fmt(per_token and per_token / 1e6, '.1f')}{'M' if per_token else ''} "
+            f"({fmt(d.get('flop_ratio'), '.3f')}) "
             f"| {fmt(d.get('time_ratio'), '.3f')}{fmt_ci(d.get('time_ratio_ci95'))} "
             f"| {fmt(d.get('overhead_ratio'), '.3f')}{fmt_ci(d.get('overhead_ratio_ci95'))} "
             f"| {fmt(d.get('sentences_per_s'), '.1f')} ({fmt(d.get('speed_ratio_median'), '.3f')}) |")
