@@ -140,7 +140,7 @@ class HybridMultiheadAttention(MultiheadAttention):
 
     def branch_keep(self, allowed: Optional[Tensor], key_padding_mask: Optional[Tensor],
                     bsz: int) -> Optional[Tensor]:
-        """l x B x 1 x T x 1: 0 where a strict directional branch has no key at all (the first
+        """B x 1 x l x T x 1: 0 where a strict directional branch has no key at all (the first
         token forward, the last backward), so that branch contributes nothing there; None
         without strict directional branches."""
         strict = [self.exclude_self and b.kind in ("forward", "backward") for b in self.branches]
@@ -151,24 +151,25 @@ class HybridMultiheadAttention(MultiheadAttention):
             real = real & ~key_padding_mask.bool()[None, :, None, :]  # l x B x T x S
         has_key = real.any(-1)  # l x B x T (or l x 1 x T)
         has_key[[i for i, s in enumerate(strict) if not s]] = True
-        return has_key.expand(-1, bsz, -1).to(self.out_proj.weight.dtype)[:, :, None, :, None]
+        return has_key.expand(-1, bsz, -1).transpose(0, 1).to(self.out_proj.weight.dtype)[:, None, :, :, None]
 
     def attend(self, logits: Tensor, v: Tensor, masks: Tensor, keep: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
         """All branches at once: one softmax over the scores with the stacked masks, one
         product with V (shared by the branches), then the fusion.
         logits: B*H x T x S; v: B*H x S x d_k; masks: l x T x S; keep: see branch_keep.
-        Returns the fused heads f(O_1, ..., O_l) (T x B x C) and P (l x B*H x T x S, float)."""
-        branches, (bh, tgt_len, _), head_dim = masks.size(0), logits.size(), v.size(-1)
+        Returns the fused heads f(O_1, ..., O_l) (T x B x C) and P (B*H x l x T x S, float)."""
+        branches, (bh, tgt_len, src_len), head_dim = masks.size(0), logits.size(), v.size(-1)
         bsz = bh // self.num_heads
-        scores = logits.unsqueeze(0) + masks.unsqueeze(1)  # l x B*H x T x S
+        # branches inside the batch of heads, so that P V is one bmm with V as it is
+        scores = logits.unsqueeze(1) + masks.unsqueeze(0)  # B*H x l x T x S
         probs_float = utils.softmax(scores, dim=-1, onnx_trace=self.onnx_trace)
         probs = self.dropout_module(probs_float.type_as(logits))
-        o = torch.matmul(probs, v.unsqueeze(0))  # l x B*H x T x d_k
-        o = o.view(branches, bsz, self.num_heads, tgt_len, head_dim)
+        o = torch.bmm(probs.view(bh, branches * tgt_len, src_len), v)  # B*H x l*T x d_k
+        o = o.view(bsz, self.num_heads, branches, tgt_len, head_dim)
         if keep is not None:
             o = o * keep
         # l x T x B x C (heads concatenated), one O_i per branch
-        outputs = o.permute(0, 3, 1, 2, 4).reshape(branches, tgt_len, bsz, self.num_heads * head_dim)
+        outputs = o.permute(2, 3, 0, 1, 4).reshape(branches, tgt_len, bsz, self.num_heads * head_dim)
         return self.fusion(list(outputs.unbind(0))), probs_float
 
     def forward(
@@ -219,6 +220,6 @@ class HybridMultiheadAttention(MultiheadAttention):
         if not want_weights:
             return attn, None
         kinds = [b.kind for b in self.branches]
-        weights = probs[kinds.index("global") if "global" in kinds else 0]
+        weights = probs[:, kinds.index("global") if "global" in kinds else 0]
         weights = weights.view(bsz, self.num_heads, tgt_len, src_len).transpose(1, 0)  # H x B x T x S
         return attn, (weights if need_head_weights else weights.mean(dim=0))
