@@ -14,6 +14,11 @@ Branches (query position i, key position j; "allowed" keys):
     backward      j >= i   (j > i with exclude_self)       encoder only
     localK        |i - j| <= K in the encoder, i - K <= j <= i in the decoder
 
+All branches go through one softmax over E with the masks stacked (B*H x l x T x S) and one
+product with V. In training, that part and the fusion are recomputed in the backward pass
+(torch.utils.checkpoint) rather than kept: only E and the masks stay for it, so the peak
+memory is about the baseline's; the price is running that part's forward twice.
+
 Blocked keys get a large finite negative value instead of -inf (the paper's -inf, made
 finite like fairseq's encoder does for attn_mask): fairseq's key padding stays -inf, so a
 row whose allowed keys are all padding (a padding query under a forward mask, a local
