@@ -10,7 +10,8 @@ a model whose forward has no parameter for them) and, for every system (its arch
 and label smoothing 0.1 for all):
 
 * its own run: --warmup untimed then --updates timed updates: updates/s, tokens/s (source +
-  target non-pad tokens), peak memory, parameters;
+  target non-pad tokens), peak memory (on CPU measured again in a process of its own,
+  training/memory.py says why), parameters;
 * the interleaved run (unless --no-interleave): all systems live at once and every timed batch
   trains each of them back to back in rotating order, so that a machine whose speed drifts (a
   shared virtual CPU varies by 10% from run to run) slows them alike; per batch the paired
@@ -66,7 +67,7 @@ RESULTS = os.path.join(ROOT, "benchmarks", "results")
 sys.path.insert(0, ROOT)
 
 from benchmarks.training import data as bdata  # noqa: E402
-from benchmarks.training import decode_steps, decoding, report, timing  # noqa: E402
+from benchmarks.training import decode_steps, decoding, memory, report, timing  # noqa: E402
 from benchmarks.training.env import CpuPeakMemory, copy_throughput  # noqa: E402
 from benchmarks.training.results import assemble, own_run_figures, print_summary, ratios, write  # noqa: E402
 from fairseq_mgsa import systems as registry  # noqa: E402
@@ -251,6 +252,16 @@ def run(a, chosen, device, out):
                             res["peak_mem_MB"], res["loss_first"] or 0, res["loss_last"] or 0)
         results = {s.name: own_run_figures(s, all_args[s.name], runs[s.name], a, own_tokens, own_sentences)
                    for s in chosen}
+        if device.type == "cpu":
+            # the own runs' peak depends on the models before them: each one again alone (memory.py)
+            batch_argv = common + ["--task", a.task, "--arch", "transformer", "--criterion",
+                                   "label_smoothed_cross_entropy"]
+            for s in chosen:
+                r = results[s.name]
+                r["peak_mem_MB_in_process"] = r["peak_mem_MB"]
+                r["peak_mem_MB"] = memory.measure(common + s.train_args(a.arch_size), batch_argv, len(own), a)
+                logger.info("[memory] %-24s peak %7.0f MB in a process of its own (%.0f MB in this one)",
+                            s.name, r["peak_mem_MB"], r["peak_mem_MB_in_process"])
 
         if a.interleave:
             logger.info("interleaved timing: every batch trains every system, rotating order")

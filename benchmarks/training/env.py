@@ -47,34 +47,20 @@ def sync(device):
         torch.cuda.synchronize(device)
 
 
-M_MMAP_THRESHOLD = -3  # mallopt parameter number (malloc.h)
-
-
 class CpuPeakMemory:
     """Peak RSS growth of this process during a block, in MB. The growth of the process's peak
     resident set (VmHWM) over its resident set at start(): the peak is reset through
     /proc/self/clear_refs and freed heap is returned with malloc_trim first, so each model
     gets its own figure. Where /proc/self/clear_refs is not writable: the growth of
     getrusage's ru_maxrss, which only sees models that raise the process's peak (`method`
-    says which).
-
-    Between start() and peak_mb(), glibc serves every block of 128 KiB or more by mmap, so
-    a freed tensor leaves the resident set at once and the figure is the peak of live memory.
-    glibc's default, a threshold that rises as large blocks are freed, keeps freed tensors in
-    its heap, whose fragmentation then weighs on models with many differently shaped
-    temporaries (HySAN's stacked branches read 1.15x the baseline that way, 1.03x measured
-    this way). peak_mb() then sets the threshold to 32 MiB, the highest the default rises to,
-    so timed updates are not slowed by a page fault on every new tensor."""
+    says which)."""
 
     def __init__(self):
-        self.method = ("VmHWM growth (peak reset via /proc/self/clear_refs, after malloc_trim; "
-                       "blocks >= 128 KiB mmapped while measuring)")
+        self.method = "VmHWM growth (peak reset via /proc/self/clear_refs, after malloc_trim)"
         try:
             self._libc = ctypes.CDLL("libc.so.6")
         except OSError:
             self._libc = None
-            self.method = self.method.replace("after malloc_trim; blocks >= 128 KiB mmapped while measuring",
-                                              "no glibc: allocator's own policy")
         try:
             with open("/proc/self/clear_refs", "w") as f:
                 f.write("5")
@@ -90,15 +76,10 @@ class CpuPeakMemory:
                     return int(line.split()[1]) * 1024
         raise KeyError(key)
 
-    def _mmap_threshold(self, nbytes):
-        if self._libc is not None:
-            self._libc.mallopt(M_MMAP_THRESHOLD, nbytes)
-
     def start(self):
         gc.collect()
         if self._libc is not None:
             self._libc.malloc_trim(0)
-        self._mmap_threshold(128 * 1024)
         if self.method.startswith("VmHWM"):
             with open("/proc/self/clear_refs", "w") as f:
                 f.write("5")
@@ -111,7 +92,6 @@ class CpuPeakMemory:
             peak = self._status("VmHWM")
         else:
             peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-        self._mmap_threshold(32 * 2 ** 20)
         return max(0, peak - self.base) / 2 ** 20
 
 

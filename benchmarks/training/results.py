@@ -13,7 +13,7 @@ import torch
 
 from fairseq_mgsa import systems as registry
 
-from . import report
+from . import memory, report
 from .env import ROOT, CpuPeakMemory, device_info, git_info
 
 
@@ -103,7 +103,8 @@ def assemble(a, chosen, results, targets, profile, decode_cfg, phrases, task, de
                              "of loss / sample_size, torch.optim.Adam(betas=(0.9, 0.98)) step; batches on the "
                              "device before timing",
             "memory_method": ("torch.cuda.max_memory_allocated (absolute)" if device.type == "cuda"
-                              else CpuPeakMemory().method + ", over the warm-up updates"),
+                              else memory.METHOD),
+            "memory_method_in_process": None if device.type == "cuda" else CpuPeakMemory().method,
             "timed_batches": n_timed, "timed_sentences": sentences, "timed_tokens_src_tgt": tokens,
             "flops": "torch.utils.flop_counter.FlopCounterMode, one update (criterion forward + backward) on the "
                      "first batch; counts matrix products, convolutions and attention, not element-wise work",

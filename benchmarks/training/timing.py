@@ -69,8 +69,7 @@ def make_trainer(args, task, batches, a, device):
 
 def train_one(args, task, batches, a, device, mem, save=None):
     """One system alone: --warmup untimed updates, then the rest timed. Peak memory: on CUDA
-    torch.cuda.max_memory_allocated, on CPU `mem` (env.CpuPeakMemory) over the warm-up updates
-    (over the timed ones without warm-up). `save(model)` is called
+    torch.cuda.max_memory_allocated, on CPU `mem` (env.CpuPeakMemory). `save(model)` is called
     at the end (the decoding benchmark's checkpoint)."""
     if device.type == "cuda":
         gc.collect()
@@ -82,9 +81,6 @@ def train_one(args, task, batches, a, device, mem, save=None):
     losses = []
     for sample in batches[: a.warmup]:
         step(sample)
-    # on CPU the peak is taken over the warm-up updates (all of them, Adam's state included),
-    # where the allocator is set for measuring memory rather than for speed (env.CpuPeakMemory)
-    cpu_peak = mem.peak_mb() if not device.type == "cuda" and a.warmup else None
     # per-update times too (CUDA events on GPU, no extra synchronisation): their median
     # is robust to a machine that is busy with something else for part of the run
     cuda = device.type == "cuda"
@@ -108,8 +104,7 @@ def train_one(args, task, batches, a, device, mem, save=None):
         step_s = [b - e for e, b in zip(marks, marks[1:])]
     else:
         step_s = [e.elapsed_time(b) / 1000 for e, b in zip(marks, marks[1:])]
-    peak = torch.cuda.max_memory_allocated(device) / 2 ** 20 if cuda else (
-        cpu_peak if cpu_peak is not None else mem.peak_mb())
+    peak = torch.cuda.max_memory_allocated(device) / 2 ** 20 if cuda else mem.peak_mb()
     if save is not None:
         save(model)
     result = {"seconds": seconds, "median_step_s": statistics.median(step_s) if step_s else None,
