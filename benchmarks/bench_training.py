@@ -10,7 +10,8 @@ a model whose forward has no parameter for them) and, for every system (its arch
 and label smoothing 0.1 for all):
 
 * its own run: --warmup untimed then --updates timed updates: updates/s, tokens/s (source +
-  target non-pad tokens), peak memory, parameters;
+  target non-pad tokens), peak memory (on CPU measured again in a process of its own,
+  training/memory.py says why), parameters;
 * the interleaved run (unless --no-interleave): all systems live at once and every timed batch
   trains each of them back to back in rotating order, so that a machine whose speed drifts (a
   shared virtual CPU varies by 10% from run to run) slows them alike; per batch the paired
@@ -21,7 +22,14 @@ and label smoothing 0.1 for all):
   (small kernels, host work);
 * decoding (unless --no-decode): fairseq-generate --beam 4 of the checkpoint of its own run on
   the test split of the same corpus, every hypothesis --decode-len tokens long
-  (training/decoding.py says why), sentences/s and the paired ratio over --decode-rounds rounds.
+  (training/decoding.py says why), sentences/s and the paired ratio over --decode-rounds rounds;
+  then, in this process, the same decoding measured like training (training/decode_steps.py):
+  FLOPs per generated token (FlopCounterMode around fairseq's beam search, encoder and
+  incremental decoder steps), the decoding FLOP ratio, the paired per-batch time ratio over
+  --decode-step-rounds interleaved rounds with its interval, and the decoding overhead ratio
+  = decoding time ratio / decoding FLOP ratio;
+* a fixed copy-throughput probe (GB/s of a 256 MB tensor copy, at the start and the end of the
+  run), so that runs on different or differently loaded machines can be told apart.
 
 The parts, each one sitting: training/data.py (corpus, batches), training/timing.py (the
 update, own and interleaved timing, FLOPs), training/decoding.py, training/profile.py
@@ -35,8 +43,8 @@ training/report.py (paper figures, targets, tables, the README's table), trainin
     python benchmarks/bench_training.py --readme-from benchmarks/results/training_cpu_base.json
 
 Writes benchmarks/results/training_<device>_<arch-size>.json (or --out) and appends one line to
-benchmarks/results/history.jsonl; --readme rewrites the README's table (between its
-bench-training markers) from that JSON. Systems: --systems picks some of the registry;
+benchmarks/results/history.jsonl; --readme rewrites the table of docs/benchmarks.md (or of the
+file given, between its bench-training markers) from that JSON. Systems: --systems picks some of the registry;
 --define 'mgsa_lstm=mgsa_ngram --mgsa-interaction lstm' adds a variant of a registered system.
 """
 
@@ -59,12 +67,13 @@ RESULTS = os.path.join(ROOT, "benchmarks", "results")
 sys.path.insert(0, ROOT)
 
 from benchmarks.training import data as bdata  # noqa: E402
-from benchmarks.training import decoding, report, timing  # noqa: E402
-from benchmarks.training.env import CpuPeakMemory  # noqa: E402
+from benchmarks.training import decode_steps, decoding, memory, report, timing  # noqa: E402
+from benchmarks.training.env import CpuPeakMemory, copy_throughput  # noqa: E402
 from benchmarks.training.results import assemble, own_run_figures, print_summary, ratios, write  # noqa: E402
 from fairseq_mgsa import systems as registry  # noqa: E402
 
 logger = logging.getLogger("bench_training")
+TABLE_FILE = os.path.join(ROOT, "docs", "benchmarks.md")
 
 
 def get_parser():
@@ -103,13 +112,18 @@ def get_parser():
     p.add_argument("--decode-len", type=int, default=0,
                    help="tokens of every hypothesis (0: the test references' mean length, rounded up)")
     p.add_argument("--decode-rounds", type=int, default=3, help="interleaved fairseq-generate runs per system")
+    p.add_argument("--decode-step-rounds", type=int, default=5,
+                   help="interleaved rounds over the test batches of the in-process decoding timing (paired "
+                        "per batch; 0: skip it and the decoding FLOPs)")
     p.add_argument("--decode-batch-size", type=int, default=32)
     p.add_argument("--out", help="JSON output (default benchmarks/results/training_<device>_<arch-size>.json)")
     p.add_argument("--history", default=os.path.join(RESULTS, "history.jsonl"),
                    help="JSON-lines file that gets one line per run ('' for none)")
-    p.add_argument("--readme", nargs="?", const=os.path.join(ROOT, "README.md"), metavar="README",
-                   help="rewrite the benchmark table of README (default the repository's) from this run")
-    p.add_argument("--readme-from", metavar="JSON", help="only rewrite the README's table from a result JSON")
+    p.add_argument("--readme", nargs="?", const=TABLE_FILE, metavar="FILE",
+                   help="rewrite the benchmark table between the bench-training markers of FILE (default "
+                        "docs/benchmarks.md) from this run")
+    p.add_argument("--readme-from", metavar="JSON", help="only rewrite that table (--readme FILE, default "
+                                                         "docs/benchmarks.md) from a result JSON")
     p.add_argument("--profile", action="store_true",
                    help="also time the parts of encoder layer 1 of every system (forward + backward)")
     p.add_argument("--profile-iters", type=int, default=5)
@@ -145,12 +159,14 @@ def main(argv=None):
     p = get_parser()
     a = p.parse_args(argv)
     a.own_updates = a.own_updates or a.updates
+    if a.decode_step_rounds < 0:
+        p.error(f"--decode-step-rounds must be >= 0 (got {a.decode_step_rounds})")
     if not 1 <= a.own_updates <= a.updates:
         p.error(f"--own-updates must be in [1, --updates={a.updates}] (got {a.own_updates})")
     if a.readme_from:
         with open(a.readme_from, encoding="utf-8") as f:
             result = json.load(f)
-        readme = a.readme or os.path.join(ROOT, "README.md")
+        readme = a.readme or TABLE_FILE
         report.rewrite_readme(readme, result)
         print(f"rewrote the benchmark table of {readme} from {a.readme_from}")
         return
@@ -208,6 +224,9 @@ def run(a, chosen, device, out):
         logger.info("%d batches (%d warmup + %d timed); timed: %d sentences, %d src+tgt tokens, dictionary %d",
                     len(batches), a.warmup, len(timed), sentences, tokens, len(task.source_dictionary))
 
+        load_start = os.getloadavg()[0]
+        copy_start = copy_throughput(device)
+        logger.info("copy throughput (256 MB tensor copy, read + write): %.2f GB/s", copy_start)
         mem = CpuPeakMemory() if device.type == "cpu" else None
         # one untimed update of every system first, so that one-time costs (lazy library and
         # kernel initialisation, allocator growth) land on no system's time or memory figure
@@ -233,6 +252,16 @@ def run(a, chosen, device, out):
                             res["peak_mem_MB"], res["loss_first"] or 0, res["loss_last"] or 0)
         results = {s.name: own_run_figures(s, all_args[s.name], runs[s.name], a, own_tokens, own_sentences)
                    for s in chosen}
+        if device.type == "cpu":
+            # the own runs' peak depends on the models before them: each one again alone (memory.py)
+            batch_argv = common + ["--task", a.task, "--arch", "transformer", "--criterion",
+                                   "label_smoothed_cross_entropy"]
+            for s in chosen:
+                r = results[s.name]
+                r["peak_mem_MB_in_process"] = r["peak_mem_MB"]
+                r["peak_mem_MB"] = memory.measure(common + s.train_args(a.arch_size), batch_argv, len(own), a)
+                logger.info("[memory] %-24s peak %7.0f MB in a process of its own (%.0f MB in this one)",
+                            s.name, r["peak_mem_MB"], r["peak_mem_MB_in_process"])
 
         if a.interleave:
             logger.info("interleaved timing: every batch trains every system, rotating order")
@@ -269,6 +298,13 @@ def run(a, chosen, device, out):
                 results[n]["decode"] = d
                 logger.info("[decode] %-24s %7.1f sentences/s  ratio %s", n, d["sentences_per_s"],
                             report.fmt(d.get("speed_ratio_median"), ".3f"))
+            if a.decode_step_rounds:
+                logger.info("decoding in this process: FLOPs per generated token, then %d interleaved rounds "
+                            "paired per batch", a.decode_step_rounds)
+                steps = decode_steps.measure(chosen, checkpoints, data, user_dir_path, a, device, length, baseline)
+                for n, d in steps.items():
+                    results[n]["decode"].update(d)
+                decode_cfg["step_rounds"] = a.decode_step_rounds
 
         ratios(results, baseline, a.arch_size)
         targets = report.check_targets(results, a.arch_size, baseline)
@@ -283,6 +319,10 @@ def run(a, chosen, device, out):
     result = assemble(a, chosen, results, targets, profile, decode_cfg, phrases, task, device, out,
                       tokens, sentences, len(timed), time.perf_counter() - t_start)
     result["config"]["own_timed_tokens_src_tgt"] = own_tokens
+    result["device"]["copy_GBps"] = {"start": copy_start, "end": copy_throughput(device),
+                                     "probe": "256 MB float32 tensor copy, (read + written bytes) / s, "
+                                              "median of 5, this process's threads"}
+    result["device"]["load_avg_1min"] = {"start": load_start, "end": os.getloadavg()[0]}
     return result
 
 

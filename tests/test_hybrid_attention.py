@@ -217,3 +217,89 @@ def test_one_score_matrix_for_all_branches():
     one_product = 2 * batch * HEADS * T * T * d_k  # [T x d_k] @ [d_k x T] per head, or P @ V
     assert flops["aten.bmm"] == (1 + branches) * one_product
     assert flops["aten.addmm"] == 4 * 2 * T * batch * DIM * DIM  # q, k, v, out projections (add fusion)
+
+
+def previous_forward(module, x, pad, attn_mask):
+    """The module's computation before the branches shared one softmax and were recomputed in
+    the backward pass (kept here, plainly, as the reference): one softmax, one P V and one
+    output per branch, each kept for the backward pass."""
+    from fairseq_mgsa.modules.hybrid_attention import allowed_keys, blocked_value
+
+    T_, B = x.size(0), x.size(1)
+    if attn_mask is not None:
+        attn_mask = attn_mask.clamp(min=blocked_value(attn_mask.dtype))
+    logits, v = MultiheadAttention.forward(module, x, x, x, key_padding_mask=pad, need_weights=False,
+                                           attn_mask=attn_mask, before_softmax=True)
+    S = logits.size(-1)
+    outputs = []
+    for branch in module.branches:
+        allowed = allowed_keys(branch, T_, S, module.causal, module.exclude_self)
+        scores = logits
+        if allowed is not None:
+            scores = logits + torch.zeros(T_, S).masked_fill(~allowed, blocked_value(logits.dtype))
+        o = torch.bmm(torch.softmax(scores, dim=-1), v)  # B*H x T x d_k
+        if module.exclude_self and branch.kind in ("forward", "backward"):
+            has_key = (allowed.unsqueeze(0) & ~pad.unsqueeze(1)).any(-1).float()  # B x T
+            o = (o.view(B, HEADS, T_, DIM // HEADS) * has_key[:, None, :, None]).view_as(o)
+        outputs.append(o.view(B, HEADS, T_, DIM // HEADS).permute(2, 0, 1, 3).reshape(T_, B, DIM))
+    return module.out_proj(module.fusion(outputs))
+
+
+@pytest.mark.parametrize("names,causal,exclude_self,fusion", [
+    ("global,forward,backward,local2", False, False, "gate"),
+    ("global,forward,backward,local1", False, True, "gate"),
+    ("forward,local2", False, False, "concat"),
+    ("global,local2", True, False, "gate"),
+    ("global,local1", True, False, "add")])
+def test_outputs_and_gradients_equal_the_previous_computation(names, causal, exclude_self, fusion):
+    module = module_for(names, causal=causal, fusion=fusion, exclude_self=exclude_self).train()  # dropout 0
+    with torch.no_grad():
+        for p in module.fusion.parameters():
+            p.add_(0.1 * torch.randn_like(p))
+    x, pad = padded_batch(sentences(), "left" if not causal else "right", pad_value=0.5)
+    attn_mask = causal_mask(T) if causal else None
+    results = []
+    for forward in (lambda x_: run(module, x_, pad, causal), lambda x_: previous_forward(module, x_, pad, attn_mask)):
+        x_ = x.clone().requires_grad_()
+        out = forward(x_)
+        module.zero_grad()
+        (out * torch.linspace(-1, 1, out.numel()).view_as(out)).sum().backward()
+        results.append((out.detach(), x_.grad, {n: p.grad.clone() for n, p in module.named_parameters()}))
+    (out, gx, grads), (ref_out, ref_gx, ref_grads) = results
+    torch.testing.assert_close(out, ref_out, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(gx, ref_gx, atol=1e-6, rtol=1e-5)
+    assert grads.keys() == ref_grads.keys()
+    for n in grads:
+        torch.testing.assert_close(grads[n], ref_grads[n], atol=1e-6, rtol=1e-5, msg=n)
+
+
+def saved_bytes(fn):
+    """Bytes of the distinct tensors autograd keeps for the backward pass of fn()."""
+    kept = {}
+
+    def pack(t):
+        kept[(t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape))] = t.numel() * t.element_size()
+        return t
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = fn()
+    return sum(kept.values()), out
+
+
+def test_training_keeps_no_more_than_fairseq_attention_for_the_backward_pass():
+    """Four branches with squeeze gates keep what one fairseq MultiheadAttention keeps (whose
+    fused attention kernel keeps no T x S map) plus the score matrix E (B*H x T x S) and the
+    masks (l x T x S): nothing per branch."""
+    dim, heads, t, b = 64, 4, 24, 3
+    torch.manual_seed(0)
+    hybrid = HybridMultiheadAttention(dim, heads, parse_branches("global,forward,backward,local2", False, "--x"),
+                                      fusion="gate", gate_reduction=8).train()
+    mha = MultiheadAttention(dim, heads, self_attention=True).train()
+    x = torch.randn(t, b, dim, requires_grad=True)
+    pad = torch.zeros(b, t, dtype=torch.bool)
+    pad[1, :5] = True
+    hybrid_bytes, out = saved_bytes(lambda: hybrid(x, x, x, key_padding_mask=pad, need_weights=False)[0])
+    mha_bytes, _ = saved_bytes(lambda: mha(x, x, x, key_padding_mask=pad, need_weights=False)[0])
+    scores, masks = b * heads * t * t * 4, 4 * t * t * 4  # float32 bytes
+    assert hybrid_bytes <= mha_bytes + scores + masks, (hybrid_bytes, mha_bytes)
+    out.sum().backward()  # and the backward pass recomputes what it needs
+    assert x.grad is not None and torch.isfinite(x.grad).all()

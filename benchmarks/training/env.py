@@ -93,3 +93,26 @@ class CpuPeakMemory:
         else:
             peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
         return max(0, peak - self.base) / 2 ** 20
+
+
+def copy_throughput(device, megabytes=256, repeats=5):
+    """A fixed memory-bandwidth probe: GB/s (10^9 bytes) of copying one float32 tensor of
+    `megabytes` MB into another (bytes read + bytes written over the time), the median of
+    `repeats` copies after one untimed; with this process's torch threads. Beside the figures,
+    it tells runs on different (or differently loaded) machines apart."""
+    import statistics
+    import time
+
+    n = megabytes * 2 ** 20 // 4
+    src = torch.ones(n, device=device)
+    dst = torch.empty_like(src)
+    dst.copy_(src)
+    seconds = []
+    for _ in range(repeats):
+        sync(device)
+        t0 = time.perf_counter()
+        dst.copy_(src)
+        sync(device)
+        seconds.append(time.perf_counter() - t0)
+    del src, dst
+    return round(2 * n * 4 / statistics.median(seconds) / 1e9, 2)

@@ -13,7 +13,7 @@ import torch
 
 from fairseq_mgsa import systems as registry
 
-from . import report
+from . import memory, report
 from .env import ROOT, CpuPeakMemory, device_info, git_info
 
 
@@ -57,7 +57,20 @@ def ratios(results, baseline, arch_size):
             r["time_ratio_measure"] = "wall time of the own runs"
         r["overhead_ratio"] = (r["time_ratio"] / r["flop_ratio"]
                                if r["time_ratio"] is not None and r["flop_ratio"] else None)
+        # the FLOP ratio is exact: the overhead ratio's interval is the time ratio's, scaled
+        r["overhead_ratio_ci95"] = scaled(r.get("time_ratio_ci95"), r["flop_ratio"])
+        d, bd = r.get("decode") or {}, (base or {}).get("decode") or {}
+        if d.get("decode_flops_per_token") and bd.get("decode_flops_per_token"):
+            d["flop_ratio"] = d["decode_flops_per_token"] / bd["decode_flops_per_token"]
+            d["time_ratio"] = d.get("decode_time_ratio_median")
+            d["time_ratio_ci95"] = d.get("decode_time_ratio_ci95")
+            d["overhead_ratio"] = d["time_ratio"] / d["flop_ratio"] if d["time_ratio"] is not None else None
+            d["overhead_ratio_ci95"] = scaled(d["time_ratio_ci95"], d["flop_ratio"])
         r["paper"] = report.PAPER.get(arch_size, {}).get(n)
+
+
+def scaled(interval, flop_ratio):
+    return None if interval is None or not flop_ratio else [v / flop_ratio for v in interval]
 
 
 def assemble(a, chosen, results, targets, profile, decode_cfg, phrases, task, device, out,
@@ -90,14 +103,19 @@ def assemble(a, chosen, results, targets, profile, decode_cfg, phrases, task, de
                              "of loss / sample_size, torch.optim.Adam(betas=(0.9, 0.98)) step; batches on the "
                              "device before timing",
             "memory_method": ("torch.cuda.max_memory_allocated (absolute)" if device.type == "cuda"
-                              else CpuPeakMemory().method),
+                              else memory.METHOD),
+            "memory_method_in_process": None if device.type == "cuda" else CpuPeakMemory().method,
             "timed_batches": n_timed, "timed_sentences": sentences, "timed_tokens_src_tgt": tokens,
             "flops": "torch.utils.flop_counter.FlopCounterMode, one update (criterion forward + backward) on the "
                      "first batch; counts matrix products, convolutions and attention, not element-wise work",
             "ratios": "speed_ratio: updates/s over the baseline's (own runs, wall time); time_ratio: time per "
                       "update over the baseline's (interleaved: median of the per-batch paired ratios, "
                       "time_ratio_q1/q3 the quartiles); flop_ratio: FLOPs per update over the baseline's; "
-                      "overhead_ratio = time_ratio / flop_ratio",
+                      "overhead_ratio = time_ratio / flop_ratio (its ci95: time_ratio_ci95 / flop_ratio, the "
+                      "bootstrap over the interleaved batches); decode.flop_ratio: decoding FLOPs per generated "
+                      "token over the baseline's; decode.time_ratio: median of the paired per-batch decoding "
+                      "times (in-process, interleaved rounds); decode.overhead_ratio = decode.time_ratio / "
+                      "decode.flop_ratio",
             "decode": decode_cfg,
         },
         "paper": "Hao et al. 2019 Table 1; their vocabulary differs from ours, compare overheads and ratios",
@@ -111,9 +129,20 @@ def assemble(a, chosen, results, targets, profile, decode_cfg, phrases, task, de
     return result
 
 
-HISTORY_KEYS = ("updates_per_s", "speed_ratio", "time_ratio", "time_ratio_q1", "time_ratio_q3",
+HISTORY_KEYS = ("updates_per_s", "speed_ratio", "time_ratio", "time_ratio_q1", "time_ratio_q3", "time_ratio_ci95",
                 "speed_ratio_interleaved_median", "speed_ratio_interleaved_ci95", "flop_ratio",
-                "overhead_ratio", "tokens_per_s", "peak_mem_MB", "params_M", "param_overhead_M")
+                "overhead_ratio", "overhead_ratio_ci95", "tokens_per_s", "peak_mem_MB", "mem_ratio", "params_M",
+                "param_overhead_M")
+DECODE_HISTORY_KEYS = ("decode_flops_per_token", "flop_ratio", "time_ratio", "time_ratio_ci95", "overhead_ratio",
+                       "overhead_ratio_ci95")
+
+
+def rounded(v):
+    if isinstance(v, float):
+        return round(v, 4)
+    if isinstance(v, list):
+        return [rounded(x) for x in v]
+    return v
 
 
 def write(a, result, out):
@@ -126,13 +155,16 @@ def write(a, result, out):
         line = {"date": result["date"], "git_commit": result["git_commit"], "git_dirty": result["git_dirty"],
                 "torch": result["versions"]["torch"], "fairseq": result["versions"]["fairseq"],
                 "device": result["device"]["name"], "device_type": result["device"]["type"],
+                "copy_GBps": {k: result["device"]["copy_GBps"][k] for k in ("start", "end")},
+                "load_avg_1min": result["device"]["load_avg_1min"],
                 **{k: c[k] for k in ("arch_size", "updates", "warmup", "max_tokens", "repeats", "interleave", "fp16")},
                 "out": result["out"],
-                "systems": {n: {**{k: (round(r[k], 4) if isinstance(r.get(k), float) else r.get(k))
-                                   for k in HISTORY_KEYS},
+                "systems": {n: {**{k: rounded(r.get(k)) for k in HISTORY_KEYS},
                                 "flops_per_update": r["flops_per_update"],
                                 "decode_sentences_per_s": (r.get("decode") or {}).get("sentences_per_s"),
-                                "decode_ratio": (r.get("decode") or {}).get("speed_ratio_median")}
+                                "decode_ratio": (r.get("decode") or {}).get("speed_ratio_median"),
+                                **{"decode_" + k.replace("decode_", ""): rounded((r.get("decode") or {}).get(k))
+                                   for k in DECODE_HISTORY_KEYS}}
                             for n, r in result["systems"].items()},
                 "targets_failed": result["targets"]["failed"]}
         os.makedirs(os.path.dirname(os.path.abspath(a.history)), exist_ok=True)
@@ -146,12 +178,17 @@ def print_summary(a, result, out):
     print(f"Training and decoding, {a.arch_size} size, {dev['name']} ({dev['type']}), {a.updates} timed updates "
           f"(+{a.warmup} warmup), max_tokens {a.max_tokens}, {a.repeats} repeat(s), "
           f"{'autocast ' + a.amp_dtype if a.fp16 else 'fp32'}; {c['timed_tokens_src_tgt']} src+tgt tokens timed")
+    print(f"copy throughput (256 MB tensor copy): {dev['copy_GBps']['start']:.2f} GB/s at the start, "
+          f"{dev['copy_GBps']['end']:.2f} GB/s at the end")
     print(report.table(results, a.arch_size))
     print("time ratio: " + ("paired median over the interleaved batches [quartiles]" if a.interleave
                             else "wall time of the own runs") + "; overhead = time ratio / FLOP ratio")
     if c["decode"]:
         d = c["decode"]
         print(f"decoding: {d['command']}, {d['sentences']} sentences, {d['rounds']} interleaved round(s)")
+        if d.get("step_rounds"):
+            print(f"decoding FLOPs per generated token (FlopCounterMode, whole test split) and time ratio "
+                  f"(in-process, paired per batch over {d['step_rounds']} interleaved rounds [95% interval])")
     print(f"peak memory: {c['memory_method']}")
     for n, r in results.items():
         if r["net_input_left_out"]:

@@ -14,6 +14,11 @@ Branches (query position i, key position j; "allowed" keys):
     backward      j >= i   (j > i with exclude_self)       encoder only
     localK        |i - j| <= K in the encoder, i - K <= j <= i in the decoder
 
+All branches go through one softmax over E with the masks stacked (B*H x l x T x S) and one
+product with V. In training, that part and the fusion are recomputed in the backward pass
+(torch.utils.checkpoint) rather than kept: only E and the masks stay for it, so the peak
+memory is about the baseline's; the price is running that part's forward twice.
+
 Blocked keys get a large finite negative value instead of -inf (the paper's -inf, made
 finite like fairseq's encoder does for attn_mask): fairseq's key padding stays -inf, so a
 row whose allowed keys are all padding (a padding query under a forward mask, a local
@@ -29,6 +34,7 @@ import torch
 from fairseq import utils
 from fairseq.modules import MultiheadAttention
 from torch import Tensor
+from torch.utils.checkpoint import checkpoint
 
 from ..errors import MGSAError
 from .branch_fusion import BranchFusion
@@ -125,17 +131,51 @@ class HybridMultiheadAttention(MultiheadAttention):
         # (and an embed_dim assertion the projections' shapes make anyway).
         self._set_skip_embed_dim_check()
 
-    def branch_masks(self, tgt_len: int, src_len: int, like: Tensor) -> List[Tuple[Optional[Tensor], Optional[Tensor]]]:
-        """(additive T x S mask in like's dtype, T x S allowed) per branch; (None, None) for global."""
-        out = []
-        for branch in self.branches:
-            allowed = allowed_keys(branch, tgt_len, src_len, self.causal, self.exclude_self, like.device)
-            if allowed is None:
-                out.append((None, None))
-            else:
-                mask = torch.zeros(allowed.shape, dtype=like.dtype, device=like.device)
-                out.append((mask.masked_fill_(~allowed, blocked_value(like.dtype)), allowed))
-        return out
+    def branch_masks(self, tgt_len: int, src_len: int, like: Tensor) -> Tuple[Tensor, Optional[Tensor]]:
+        """(M: l x T x S additive masks in like's dtype, all zeros for a global branch;
+        allowed: l x T x S bool, None when every branch is global)."""
+        masks = torch.zeros(len(self.branches), tgt_len, src_len, dtype=like.dtype, device=like.device)
+        allowed = torch.ones(masks.shape, dtype=torch.bool, device=like.device)
+        for i, branch in enumerate(self.branches):
+            a = allowed_keys(branch, tgt_len, src_len, self.causal, self.exclude_self, like.device)
+            if a is not None:
+                allowed[i] = a
+                masks[i].masked_fill_(~a, blocked_value(like.dtype))
+        return masks, (None if allowed.all() else allowed)
+
+    def branch_keep(self, allowed: Optional[Tensor], key_padding_mask: Optional[Tensor],
+                    bsz: int) -> Optional[Tensor]:
+        """B x 1 x l x T x 1: 0 where a strict directional branch has no key at all (the first
+        token forward, the last backward), so that branch contributes nothing there; None
+        without strict directional branches."""
+        strict = [self.exclude_self and b.kind in ("forward", "backward") for b in self.branches]
+        if not any(strict):
+            return None
+        real = allowed.unsqueeze(1)  # l x 1 x T x S
+        if key_padding_mask is not None:
+            real = real & ~key_padding_mask.bool()[None, :, None, :]  # l x B x T x S
+        has_key = real.any(-1)  # l x B x T (or l x 1 x T)
+        has_key[[i for i, s in enumerate(strict) if not s]] = True
+        return has_key.expand(-1, bsz, -1).transpose(0, 1).to(self.out_proj.weight.dtype)[:, None, :, :, None]
+
+    def attend(self, logits: Tensor, v: Tensor, masks: Tensor, keep: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
+        """All branches at once: one softmax over the scores with the stacked masks, one
+        product with V (shared by the branches), then the fusion.
+        logits: B*H x T x S; v: B*H x S x d_k; masks: l x T x S; keep: see branch_keep.
+        Returns the fused heads f(O_1, ..., O_l) (T x B x C) and P (B*H x l x T x S, float)."""
+        branches, (bh, tgt_len, src_len), head_dim = masks.size(0), logits.size(), v.size(-1)
+        bsz = bh // self.num_heads
+        # branches inside the batch of heads, so that P V is one bmm with V as it is
+        scores = logits.unsqueeze(1) + masks.unsqueeze(0)  # B*H x l x T x S
+        probs_float = utils.softmax(scores, dim=-1, onnx_trace=self.onnx_trace)
+        probs = self.dropout_module(probs_float.type_as(logits))
+        o = torch.bmm(probs.view(bh, branches * tgt_len, src_len), v)  # B*H x l*T x d_k
+        o = o.view(bsz, self.num_heads, branches, tgt_len, head_dim)
+        if keep is not None:
+            o = o * keep
+        # l x T x B x C (heads concatenated), one O_i per branch
+        outputs = o.permute(2, 3, 0, 1, 4).reshape(branches, tgt_len, bsz, self.num_heads * head_dim)
+        return self.fusion(list(outputs.unbind(0))), probs_float
 
     def forward(
         self,
@@ -167,34 +207,28 @@ class HybridMultiheadAttention(MultiheadAttention):
                                     incremental_state=incremental_state, need_weights=False,
                                     attn_mask=attn_mask, before_softmax=True)
         src_len = logits.size(-1)
-        heads, head_dim = self.num_heads, self.head_dim
+        masks, allowed = self.branch_masks(tgt_len, src_len, logits)
+        keep = self.branch_keep(allowed, key_padding_mask, bsz)
+        want_weights = need_weights or need_head_weights
+        keep_branches = getattr(self, "keep_branch_weights", False)
+        if not (want_weights or keep_branches) and torch.is_grad_enabled() and (logits.requires_grad or v.requires_grad):
+            # Recomputed in the backward pass instead of kept (torch's activation checkpointing,
+            # which replays the dropout's random state): otherwise each branch would keep its
+            # probabilities, its output O_i and its gate's activations for the backward pass,
+            # 1.27-1.33x the baseline's peak training memory at base size; this keeps E
+            # (B*H x T x S) and the masks, the branches' work is done twice.
+            fused = checkpoint(lambda *t: self.attend(*t)[0], logits, v, masks, keep, use_reentrant=False)
+            probs = None
+        else:
+            fused, probs = self.attend(logits, v, masks, keep)
+        attn = self.out_proj(fused)  # T x B x C
 
-        outputs, weights = [], None
-        # for attention maps (fairseq_mgsa/analysis): every branch's probabilities, B*H x T x S
-        branch_weights = [] if getattr(self, "keep_branch_weights", False) else None
-        for branch, (mask, allowed) in zip(self.branches, self.branch_masks(tgt_len, src_len, logits)):
-            scores = logits if mask is None else logits + mask  # M_i broadcast over B*H
-            probs_float = utils.softmax(scores, dim=-1, onnx_trace=self.onnx_trace)
-            probs = self.dropout_module(probs_float.type_as(logits))
-            if branch_weights is not None:
-                branch_weights.append(probs_float)
-            o = torch.bmm(probs, v)  # B*H x T x d_k
-            if self.exclude_self and branch.kind in ("forward", "backward"):
-                # the strict masks leave the first (forward) / last (backward) token with no
-                # key at all: that branch contributes nothing there
-                real_keys = allowed.unsqueeze(0) if key_padding_mask is None else \
-                    allowed.unsqueeze(0) & ~key_padding_mask.bool().unsqueeze(1)  # B x T x S
-                has_key = real_keys.any(-1).to(o.dtype)  # B x T (or 1 x T)
-                o = (o.view(-1, heads, tgt_len, head_dim) * has_key[:, None, :, None]).view_as(o)
-            outputs.append(o.view(bsz, heads, tgt_len, head_dim).permute(2, 0, 1, 3)
-                           .reshape(tgt_len, bsz, embed_dim))  # T x B x C (heads concatenated)
-            if (need_weights or need_head_weights) and (weights is None or branch.kind == "global"):
-                weights = probs_float
-        attn = self.out_proj(self.fusion(outputs))  # T x B x C
-        if branch_weights is not None:
-            self.branch_weights = branch_weights
-
-        if not (need_weights or need_head_weights):
+        if keep_branches:
+            # for attention maps (fairseq_mgsa/analysis): every branch's probabilities, B*H x T x S
+            self.branch_weights = list(probs.unbind(1))
+        if not want_weights:
             return attn, None
-        weights = weights.view(bsz, heads, tgt_len, src_len).transpose(1, 0)  # H x B x T x S
+        kinds = [b.kind for b in self.branches]
+        weights = probs[:, kinds.index("global") if "global" in kinds else 0]
+        weights = weights.view(bsz, self.num_heads, tgt_len, src_len).transpose(1, 0)  # H x B x T x S
         return attn, (weights if need_head_weights else weights.mean(dim=0))
