@@ -35,13 +35,13 @@ def train(data_bin, save_dir, system, task):
     fairseq_train.main(convert_namespace_to_omegaconf(args))
 
 
-def generate(data_bin, save_dir, task):
+def generate(data_bin, save_dir, task, results="gen"):
     args = options.parse_args_and_arch(options.get_generation_parser(), input_args=[
         str(data_bin), "--user-dir", USER_DIR, "--task", task, "--path", str(save_dir / "checkpoint_last.pt"),
         "--gen-subset", "valid", "--beam", "2", "--max-len-b", "8", "--batch-size", "8", "--cpu",
-        "--results-path", str(save_dir / "gen"), "--no-progress-bar"])
+        "--results-path", str(save_dir / results), "--no-progress-bar"])
     fairseq_generate.main(args)
-    with open(save_dir / "gen" / "generate-valid.txt") as f:
+    with open(save_dir / results / "generate-valid.txt") as f:
         return f.read()
 
 
@@ -53,3 +53,6 @@ def test_system_trains_and_decodes_on_phrase_file_data(data_bin, tmp_path, syste
     # every valid sentence decoded once
     ids = sorted(int(line.split("\t")[0][2:]) for line in out.splitlines() if line.startswith("H-"))
     assert ids == list(range(16)), out[-2000:]
+    if task == "translation":
+        # the same model decoded with the phrase task (the phrases not given to it): the same output
+        assert generate(data_bin, tmp_path, "mgsa_translation", "gen-mgsa") == out
