@@ -38,6 +38,8 @@ def parse(*extra, arch="hysan_transformer"):
     (["--hysan-encoder-branches", "global,local2", "--hysan-directional-exclude-self"],
      "--hysan-directional-exclude-self applies to the encoder's forward and backward branches only, and "
      "--hysan-encoder-branches 'global,local2' has none"),
+    (["--encoder-xformers-att-config", '{"name": "scaled_dot_product"}'],
+     "--encoder-xformers-att-config cannot be combined with HySAN's encoder self-attention"),
     (["--hysan-encoder-branches", "global", "--hysan-directional-exclude-self"],
      "--hysan-directional-exclude-self applies to the encoder's forward and backward branches only"),
 ])
@@ -56,6 +58,7 @@ def test_option_that_applies_to_nothing_is_refused(extra, message, arch):
     ["--hysan-decoder-branches", "global", "--hysan-encoder-layers", "1"],  # HySAN in the encoder only
     ["--hysan-encoder-branches", "global", "--hysan-decoder-layers", "1"],  # in the decoder only
     ["--hysan-encoder-branches", "global,backward", "--hysan-directional-exclude-self"],
+    ["--hysan-encoder-branches", "global", "--encoder-xformers-att-config", '{"name": "scaled_dot_product"}'],
 ])
 def test_options_that_apply_are_accepted(extra):
     args = parse(*extra)

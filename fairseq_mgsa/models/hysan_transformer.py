@@ -153,6 +153,10 @@ def check_hysan_args(args):
         spec = getattr(args, f"hysan_{side}_layers")
         if hybrid:
             parse_layers(spec, num_layers, f"--hysan-{side}-layers")
+            # fairseq's attention would use it; HySAN's layers build their own attention
+            if getattr(args, f"{side}_xformers_att_config", None):
+                raise MGSAError(f"--{side}-xformers-att-config cannot be combined with HySAN's {side} "
+                                f"self-attention (--hysan-{side}-branches global keeps fairseq's)")
         elif str(spec).strip() != "all":
             raise MGSAError(f"--hysan-{side}-layers {spec!r} applies to nothing: --hysan-{side}-branches global "
                             f"keeps fairseq's attention in every {side} layer")
