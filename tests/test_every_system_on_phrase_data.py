@@ -56,3 +56,32 @@ def test_system_trains_and_decodes_on_phrase_file_data(data_bin, tmp_path, syste
     if task == "translation":
         # the same model decoded with the phrase task (the phrases not given to it): the same output
         assert generate(data_bin, tmp_path, "mgsa_translation", "gen-mgsa") == out
+
+
+def test_models_declare_whether_they_read_phrases_through_wrappers(tmp_path):
+    """The task asks the model itself, also behind fairseq's DDP wrappers (whose forward takes
+    **kwargs): only syntactic-capable MG-SA reads the phrase fields."""
+    import torch
+    from fairseq.data import Dictionary
+    from fairseq.distributed import ModuleProxyWrapper
+    from fairseq.tasks import TASK_REGISTRY
+
+    from fairseq_mgsa.tasks.mgsa_translation import reads_phrases
+
+    class DDPLike(torch.nn.Module):  # what torch's DistributedDataParallel looks like to the task
+        def __init__(self, module):
+            super().__init__()
+            self.module = module
+
+        def forward(self, *args, **kwargs):
+            return self.module(*args, **kwargs)
+
+    d = Dictionary()
+    for i in range(10):
+        d.add_symbol(f"w{i}")
+    for system in registry.SYSTEMS.values():
+        args = options.parse_args_and_arch(options.get_training_parser(), input_args=[
+            str(tmp_path), "--user-dir", USER_DIR, *system.train_args("base"), *TINY])
+        model = TASK_REGISTRY[system.task](args, d, d).build_model(args)
+        expected = system.archs["base"].startswith("mgsa_transformer")
+        assert reads_phrases(model) == reads_phrases(ModuleProxyWrapper(DDPLike(model))) == expected, system.name

@@ -14,6 +14,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Optional
 
+import torch
 from fairseq import utils
 from fairseq.data import ConcatDataset, Dictionary, data_utils, indexed_dataset
 from fairseq.dataclass import ChoiceEnum
@@ -36,7 +37,7 @@ def reads_phrases(model) -> bool:
     """Whether `model` reads the phrase fields: its forward declares them as parameters.
     fairseq passes net_input to the model (and its encoder) as keyword arguments, so this
     is exactly what decides whether they can be given."""
-    while not hasattr(model, "encoder") and hasattr(model, "module"):  # DDP / FSDP wrappers
+    while isinstance(getattr(model, "module", None), torch.nn.Module):  # DDP / FSDP / proxy wrappers
         model = model.module
     return all(f in inspect.signature(type(model).forward).parameters for f in PHRASE_FIELDS)
 

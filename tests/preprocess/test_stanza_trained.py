@@ -273,4 +273,7 @@ def test_empty_lines_of_text_are_translated_and_the_input_goes_on(trained, prepr
 
     hub = MGSATransformerModel.from_pretrained(str(save), "checkpoint_last.pt", str(preprocessed), bpe="subword_nmt",
                                                bpe_codes=str(tmp / "codes"), stanza_dir=str(parser_dir), beam=2)
-    assert hub.translate(lines) == [interactive[str(i)] for i in range(len(lines))]
+    # one line at a time, as fairseq-interactive decodes them (a batch pads: this barely trained
+    # model's near-tied beams may then differ)
+    assert [hub.translate(line) for line in lines] == [interactive[str(i)] for i in range(len(lines))]
+    assert len(hub.translate(lines)) == len(lines)  # the empty lines batched among the others
