@@ -38,13 +38,12 @@ def syntactic(tmp_path_factory):
 def test_hub_interface_translates_empty_lines_as_the_empty_sentence(syntactic):
     data_bin, save, (a, b) = syntactic
     hub = MGSATransformerModel.from_pretrained(str(save), "checkpoint_last.pt", str(data_bin), bpe="subword_nmt",
-                                               bpe_codes=str(data_bin.parent / "codes"), source_input="trees",
-                                               beam=2)
-    alone = [hub.translate(s, source_input="trees") for s in (a, "", b)]
+                                               bpe_codes=str(data_bin.parent / "codes"), source_input="trees")
+    alone = [hub.translate(s, beam=2, source_input="trees") for s in (a, "", b)]
     # the empty sentence alone is a batch without any phrase (M = 0); in a batch, a row of none
-    mixed = hub.translate([a, *EMPTY_LINES, b], source_input="trees")
+    mixed = hub.translate([a, *EMPTY_LINES, b], beam=2, source_input="trees")
     assert mixed == [alone[0], *[alone[1]] * len(EMPTY_LINES), alone[2]]
-    assert all(hub.translate(e, source_input="trees") == alone[1] for e in EMPTY_LINES)
+    assert all(hub.translate(e, beam=2, source_input="trees") == alone[1] for e in EMPTY_LINES)
 
 
 def test_interactive_translates_empty_lines_and_goes_on(syntactic, tmp_path):

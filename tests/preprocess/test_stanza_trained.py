@@ -272,8 +272,8 @@ def test_empty_lines_of_text_are_translated_and_the_input_goes_on(trained, prepr
     assert [interactive[i] for i in ("0", "2", "4")] == [generated[i] for i in ("0", "1", "2")]
 
     hub = MGSATransformerModel.from_pretrained(str(save), "checkpoint_last.pt", str(preprocessed), bpe="subword_nmt",
-                                               bpe_codes=str(tmp / "codes"), stanza_dir=str(parser_dir), beam=2)
+                                               bpe_codes=str(tmp / "codes"), stanza_dir=str(parser_dir))
     # one line at a time, as fairseq-interactive decodes them (a batch pads: this barely trained
     # model's near-tied beams may then differ)
-    assert [hub.translate(line) for line in lines] == [interactive[str(i)] for i in range(len(lines))]
-    assert len(hub.translate(lines)) == len(lines)  # the empty lines batched among the others
+    assert [hub.translate(line, beam=2) for line in lines] == [interactive[str(i)] for i in range(len(lines))]
+    assert len(hub.translate(lines, beam=2)) == len(lines)  # the empty lines batched among the others
