@@ -9,7 +9,8 @@ import pytest
 
 from test_fairseq_commands import N_TEST, TINY, USER_DIR, data_bin, last_num_updates, run  # noqa: F401
 
-HYSAN = [*TINY, "--hysan-gate-reduction", "4"]
+HYSAN = TINY
+GATE = ["--hysan-gate-reduction", "4"]  # the squeeze gate at the tiny width (refused with other fusions)
 
 
 def train(data_bin, save_dir, max_update, extra):
@@ -27,7 +28,8 @@ def hypothesis_ids(out):
 @pytest.mark.parametrize("fusion", ["add", "concat", "gate"])
 def test_train_resume_generate_interactive(data_bin, tmp_path, fusion):
     save = tmp_path / "ckpt"
-    opts = ["--hysan-fusion", fusion, "--hysan-encoder-branches", "global,forward,backward,local1,local2"]
+    opts = ["--hysan-fusion", fusion, "--hysan-encoder-branches", "global,forward,backward,local1,local2",
+            *(GATE if fusion == "gate" else [])]
     log = train(data_bin, save, 4, opts)
     assert "model: HySANTransformerModel" in log
     assert "(0-1): 2 x HySANEncoderLayer(" in log and "(0): HySANDecoderLayer(" in log

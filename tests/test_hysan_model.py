@@ -19,8 +19,9 @@ from fairseq_mgsa.modules.hybrid_attention import HybridMultiheadAttention
 USER_DIR = os.path.dirname(os.path.abspath(fairseq_mgsa.__file__))
 TINY = ["--encoder-layers", "2", "--decoder-layers", "2", "--encoder-embed-dim", "16",
         "--decoder-embed-dim", "16", "--encoder-ffn-embed-dim", "32", "--decoder-ffn-embed-dim", "32",
-        "--encoder-attention-heads", "4", "--decoder-attention-heads", "4", "--hysan-gate-reduction", "4",
+        "--encoder-attention-heads", "4", "--decoder-attention-heads", "4",
         "--dropout", "0", "--attention-dropout", "0"]
+TINY_GATE = ["--hysan-gate-reduction", "4"]  # for the squeeze gate at width 16 (refused with other fusions)
 ALL_BRANCHES = ["--hysan-encoder-branches", "global,forward,backward,local1,local2",
                 "--hysan-decoder-branches", "global,local1"]
 PAD = 1
@@ -34,9 +35,10 @@ def make_dict(n):
 
 
 def parse(arch, *extra, tiny=False):
+    gate = "--hysan-fusion" not in extra or extra[list(extra).index("--hysan-fusion") + 1] == "gate"
     return options.parse_args_and_arch(options.get_training_parser(),
                                        ["unused-data", "--user-dir", USER_DIR, "--arch", arch,
-                                        *(TINY if tiny else []), *extra])
+                                        *(TINY + TINY_GATE * gate if tiny else []), *extra])
 
 
 def build(arch="hysan_transformer", *extra, tiny=True, vocab=20, seed=0):

@@ -21,6 +21,7 @@ from sacremoses import MosesTokenizer
 
 from mgsa_preprocess.align import cumulative, split_words, subword_lengths
 from mgsa_preprocess.errors import PreprocessError
+from mgsa_preprocess.parse import EMPTY_TREE
 from mgsa_preprocess.partition import partition
 from mgsa_preprocess.trees import canonical_token, check_leaves, parse_tree
 
@@ -93,23 +94,32 @@ class PhraseAnnotator:
         self.unknown_tags = 0  # tags the tag dictionary does not know, mapped to its unk
 
     def words_and_trees(self, lines: List[str], first_line: int) -> Tuple[List[List[str]], List[str]]:
+        """The words of each line and its tree; an empty (or whitespace-only) line is the
+        empty sentence, as fairseq translates it: the empty tree, whose only phrase is the
+        end of sentence (mgsa-preprocess writes the same tree for it; stanza cannot parse it)."""
         if self.input_format == "trees":
             words = []
             for i, line in enumerate(lines, first_line):
+                if not line.strip():
+                    words.append([])
+                    continue
                 try:
                     _, leaves = parse_tree(line, "input", i)
                 except PreprocessError as e:
                     raise MGSAError(f"input line {i}: expected one bracketed tree (--source-input trees): {e}")
                 words.append(self.training_form(leaves))
-            return words, lines
+            return words, [line if ws else EMPTY_TREE for line, ws in zip(lines, words)]
         words = [(self.tokenizer.encode(line) if self.tokenizer is not None else line).split() for line in lines]
+        if not any(words):
+            return words, [EMPTY_TREE] * len(words)
         if self.parser is None:
             try:
                 self.parser = self.parser_factory()
             except PreprocessError as e:
                 raise MGSAError(str(e))
         # the parser sees the text the escapes stand for, as mgsa-preprocess --parser gives it
-        return words, self.parser.parse([[canonical_token(w) for w in ws] for ws in words])
+        trees = iter(self.parser.parse([[canonical_token(w) for w in ws] for ws in words if ws]))
+        return words, [next(trees) if ws else EMPTY_TREE for ws in words]
 
     def __call__(self, lines: List[str], first_line: int = 1):
         """(token tensors, phrases per sentence: [(lengths, tags)] per level), in input order.

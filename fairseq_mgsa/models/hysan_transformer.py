@@ -141,18 +141,41 @@ def hysan_defaults(args):
 
 
 def check_hysan_args(args):
-    """Raise MGSAError for a HySAN configuration the model could not be built with."""
-    enc = _uses_hybrid(args.hysan_encoder_branches, False, "--hysan-encoder-branches")
-    dec = _uses_hybrid(args.hysan_decoder_branches, True, "--hysan-decoder-branches")
-    if enc:
-        parse_layers(args.hysan_encoder_layers, args.encoder_layers, "--hysan-encoder-layers")
-    if dec:
-        parse_layers(args.hysan_decoder_layers, args.decoder_layers, "--hysan-decoder-layers")
-        if getattr(args, "cross_self_attention", False):
-            raise MGSAError("--cross-self-attention: HySAN decoder branches need the decoder's own self-attention; "
-                            "use --hysan-decoder-branches global with it")
-    r = args.hysan_gate_reduction
-    if (enc or dec) and args.hysan_fusion == "gate" and r < 1:
+    """Raise MGSAError for a HySAN configuration the model could not be built with, or
+    with an option that would apply to nothing (PBA refuses those alike)."""
+    enc_branches = parse_branches(args.hysan_encoder_branches, False, "--hysan-encoder-branches")
+    dec_branches = parse_branches(args.hysan_decoder_branches, True, "--hysan-decoder-branches")
+    enc, dec = enc_branches != [Branch("global")], dec_branches != [Branch("global")]
+    if not (enc or dec):
+        raise MGSAError("--hysan-encoder-branches global and --hysan-decoder-branches global: no layer gets "
+                        "HySAN's attention; use --arch transformer for fairseq's Transformer")
+    for side, hybrid, num_layers in (("encoder", enc, args.encoder_layers), ("decoder", dec, args.decoder_layers)):
+        spec = getattr(args, f"hysan_{side}_layers")
+        if hybrid:
+            parse_layers(spec, num_layers, f"--hysan-{side}-layers")
+            # fairseq's attention would use it; HySAN's layers build their own attention
+            if getattr(args, f"{side}_xformers_att_config", None):
+                raise MGSAError(f"--{side}-xformers-att-config cannot be combined with HySAN's {side} "
+                                f"self-attention (--hysan-{side}-branches global keeps fairseq's)")
+        elif str(spec).strip() != "all":
+            raise MGSAError(f"--hysan-{side}-layers {spec!r} applies to nothing: --hysan-{side}-branches global "
+                            f"keeps fairseq's attention in every {side} layer")
+    if dec and getattr(args, "cross_self_attention", False):
+        raise MGSAError("--cross-self-attention: HySAN decoder branches need the decoder's own self-attention; "
+                        "use --hysan-decoder-branches global with it")
+    if args.hysan_directional_exclude_self and not (
+            enc and any(b.kind in ("forward", "backward") for b in enc_branches)):
+        raise MGSAError(f"--hysan-directional-exclude-self applies to the encoder's forward and backward branches "
+                        f"only, and --hysan-encoder-branches {args.hysan_encoder_branches!r} has none")
+    # the squeeze gate's options, checked against their defaults (a preset or a checkpoint fills them in)
+    r, default_r = args.hysan_gate_reduction, HySANConfig.hysan_gate_reduction
+    if args.hysan_fusion != "gate":
+        if args.hysan_gate_shared:
+            raise MGSAError(f"--hysan-gate-shared applies to --hysan-fusion gate only (given: {args.hysan_fusion})")
+        if r != default_r:
+            raise MGSAError(f"--hysan-gate-reduction {r} applies to --hysan-fusion gate only "
+                            f"(given: {args.hysan_fusion})")
+    elif r < 1:
         raise MGSAError(f"--hysan-gate-reduction {r}: expected r >= 1, the squeeze gate's hidden width is "
                         f"max(1, width / r)")
 

@@ -7,12 +7,14 @@ them, the phrase files written by mgsa-preprocess and the tag dictionary
 `dict.{src}.tags.txt`, and checks that they fit the token binaries.
 """
 
+import inspect
 import itertools
 import logging
 import os
 from dataclasses import dataclass, field
 from typing import Optional
 
+import torch
 from fairseq import utils
 from fairseq.data import ConcatDataset, Dictionary, data_utils, indexed_dataset
 from fairseq.dataclass import ChoiceEnum
@@ -26,6 +28,27 @@ from ..modules.mgsa_encoder_layer import parse_granularities
 from ..modules.partition import SYNTACTIC
 
 logger = logging.getLogger(__name__)
+
+# the fields a batch of phrase-file data adds to fairseq's net_input (see data/phrase_pair_dataset.py)
+PHRASE_FIELDS = ("src_phrase_lengths", "src_phrase_counts")
+
+
+def reads_phrases(model) -> bool:
+    """Whether `model` reads the phrase fields: its forward declares them as parameters.
+    fairseq passes net_input to the model (and its encoder) as keyword arguments, so this
+    is exactly what decides whether they can be given."""
+    while isinstance(getattr(model, "module", None), torch.nn.Module):  # DDP / FSDP / proxy wrappers
+        model = model.module
+    return all(f in inspect.signature(type(model).forward).parameters for f in PHRASE_FIELDS)
+
+
+def without_phrases(sample):
+    """`sample` with a net_input a model that does not read phrases accepts (a copy;
+    the phrase tags stay beside it, outside net_input)."""
+    if not sample or "net_input" not in sample or not any(f in sample["net_input"] for f in PHRASE_FIELDS):
+        return sample
+    net_input = {k: v for k, v in sample["net_input"].items() if k not in PHRASE_FIELDS}
+    return {**sample, "net_input": net_input}
 
 
 @dataclass
@@ -160,7 +183,26 @@ class MGSATranslationTask(TranslationTask):
         self.required_levels = max(levels, default=0)
         for split in self.datasets:
             self.check_phrases(split)
-        return super().build_model(cfg, from_checkpoint)
+        model = super().build_model(cfg, from_checkpoint)
+        if not reads_phrases(model):
+            logger.info(f"{type(model).__name__} does not read phrases: the phrase files of the data are not "
+                        f"given to it (the model trains and decodes as with --task translation)")
+        return model
+
+    # --- models that do not read phrases (fairseq's transformer, the peers) -----------
+    # fairseq passes net_input to the model as keyword arguments, so the phrase fields go
+    # only to a model whose forward takes them; every command (train, validate, generate,
+    # interactive, the hub interface) goes through these three steps.
+
+    def train_step(self, sample, model, criterion, optimizer, update_num, ignore_grad=False):
+        if not reads_phrases(model):
+            sample = without_phrases(sample)
+        return super().train_step(sample, model, criterion, optimizer, update_num, ignore_grad=ignore_grad)
+
+    def valid_step(self, sample, model, criterion):
+        if not reads_phrases(model):
+            sample = without_phrases(sample)
+        return super().valid_step(sample, model, criterion)
 
     # --- decoding input lines: fairseq-interactive and the hub interface ------------
     # fairseq hands the task raw lines (get_interactive_tokens_and_lengths), then the
@@ -230,5 +272,12 @@ class MGSATranslationTask(TranslationTask):
                 raise MGSAError("the model needs the phrases of every source sentence: decode with "
                                 "fairseq-generate on mgsa-preprocess data, fairseq-interactive, or from Python "
                                 "with fairseq_mgsa.MGSATransformerModel.from_pretrained(...).translate(...)")
+        readers = [reads_phrases(m) for m in models]
+        if not any(readers):
+            sample = without_phrases(sample)
+        elif not all(readers):
+            # fairseq's ensemble gives every model the same net_input
+            raise MGSAError("an ensemble of models that read phrases (syntactic MG-SA) and models that do not "
+                            "cannot be decoded together: decode them separately")
         return super().inference_step(generator, models, sample, prefix_tokens=prefix_tokens,
                                       constraints=constraints)

@@ -194,7 +194,23 @@ def test_a_missing_model_file_is_a_one_line_error(trained, tmp_path, capsys):
                    f"parser directory (rerun mgsa-train-parser)"]
 
 
-def test_fairseq_interactive_parses_text_into_the_phrases_of_mgsa_preprocess(trained, preprocessed):
+@pytest.fixture(scope="module")
+def checkpoint(trained, preprocessed):
+    """(checkpoint dir, {test id: fairseq-generate's hypothesis}): a tiny syntactic model, 3 updates."""
+    tmp = trained[0]
+    env = offline_env(tmp)
+    save = tmp / "ckpt"
+    run(["fairseq-train", preprocessed, "--user-dir", USER_DIR, "--task", "mgsa_translation",
+         "--arch", "mgsa_transformer_syntactic", *TINY, "--criterion", "label_smoothed_cross_entropy_with_phrase_tags",
+         "--optimizer", "adam", "--lr", "1e-3", "--max-tokens", "800", "--max-update", "3", "--save-dir", save,
+         "--no-progress-bar", "--cpu", "--seed", "3", "--no-epoch-checkpoints"], tmp, env)
+    out = run(["fairseq-generate", preprocessed, "--user-dir", USER_DIR, "--task", "mgsa_translation",
+               "--path", save / "checkpoint_last.pt", "--beam", "2", "--batch-size", "1",
+               "--required-batch-size-multiple", "1", "--remove-bpe", "--cpu"], tmp, env)
+    return save, dict(re.findall(r"^H-(\d+)\t\S+\t(.*)$", out, flags=re.M))
+
+
+def test_fairseq_interactive_parses_text_into_the_phrases_of_mgsa_preprocess(trained, preprocessed, checkpoint):
     """The annotator fairseq-interactive uses, with the real parser, gives the tokens and phrase
     files of mgsa-preprocess for the same lines; then the command itself, offline, translates
     text exactly as fairseq-generate translates the preprocessed test set."""
@@ -221,16 +237,8 @@ def test_fairseq_interactive_parses_text_into_the_phrases_of_mgsa_preprocess(tra
         for k, (lengths, tags) in enumerate(phrases[i]):
             assert lengths.tolist() + tags.tolist() == ref_levels[k][i].tolist()
 
+    save, generated = checkpoint
     env = offline_env(tmp)
-    save = tmp / "ckpt"
-    run(["fairseq-train", preprocessed, "--user-dir", USER_DIR, "--task", "mgsa_translation",
-         "--arch", "mgsa_transformer_syntactic", *TINY, "--criterion", "label_smoothed_cross_entropy_with_phrase_tags",
-         "--optimizer", "adam", "--lr", "1e-3", "--max-tokens", "800", "--max-update", "3", "--save-dir", save,
-         "--no-progress-bar", "--cpu", "--seed", "3", "--no-epoch-checkpoints"], tmp, env)
-    out = run(["fairseq-generate", preprocessed, "--user-dir", USER_DIR, "--task", "mgsa_translation",
-               "--path", save / "checkpoint_last.pt", "--beam", "2", "--batch-size", "1",
-               "--required-batch-size-multiple", "1", "--remove-bpe", "--cpu"], tmp, env)
-    generated = dict(re.findall(r"^H-(\d+)\t\S+\t(.*)$", out, flags=re.M))
     proc = subprocess.run(["fairseq-interactive", str(preprocessed), "--user-dir", USER_DIR, "--task",
                            "mgsa_translation", "--bpe", "subword_nmt", "--bpe-codes", str(tmp / "codes"), "--path",
                            str(save / "checkpoint_last.pt"), "--beam", "2", "--stanza-dir", str(parser_dir), "--cpu"],
@@ -239,3 +247,33 @@ def test_fairseq_interactive_parses_text_into_the_phrases_of_mgsa_preprocess(tra
     assert proc.returncode == 0, proc.stderr[-3000:]
     interactive = dict(re.findall(r"^D-(\d+)\t\S+\t(.*)$", proc.stdout, flags=re.M))
     assert len(generated) == len(lines) and interactive == generated
+
+
+def test_empty_lines_of_text_are_translated_and_the_input_goes_on(trained, preprocessed, checkpoint):
+    """Issue 20.5: an empty or whitespace-only line is not given to stanza (which cannot parse
+    it) but translated as the empty sentence, as fairseq does; every later line is translated
+    as fairseq-generate translates it. The hub interface the same."""
+    from fairseq_mgsa import MGSATransformerModel
+
+    tmp, parser_dir = trained
+    save, generated = checkpoint
+    test = (tmp / "raw" / "test.src").read_text().splitlines()
+    lines = [test[0], "", test[1], "   ", test[2]]
+    proc = subprocess.run(["fairseq-interactive", str(preprocessed), "--user-dir", USER_DIR, "--task",
+                           "mgsa_translation", "--bpe", "subword_nmt", "--bpe-codes", str(tmp / "codes"), "--path",
+                           str(save / "checkpoint_last.pt"), "--beam", "2", "--stanza-dir", str(parser_dir), "--cpu"],
+                          cwd=tmp, env=offline_env(tmp), input="\n".join(lines) + "\n", capture_output=True,
+                          text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    sources = dict(re.findall(r"^S-(\d+)\t(.*)$", proc.stdout, flags=re.M))
+    interactive = dict(re.findall(r"^D-(\d+)\t\S+\t(.*)$", proc.stdout, flags=re.M))
+    assert sorted(map(int, interactive)) == list(range(len(lines)))
+    assert sources["1"] == sources["3"] == "" and interactive["1"] == interactive["3"]
+    assert [interactive[i] for i in ("0", "2", "4")] == [generated[i] for i in ("0", "1", "2")]
+
+    hub = MGSATransformerModel.from_pretrained(str(save), "checkpoint_last.pt", str(preprocessed), bpe="subword_nmt",
+                                               bpe_codes=str(tmp / "codes"), stanza_dir=str(parser_dir))
+    # one line at a time, as fairseq-interactive decodes them (a batch pads: this barely trained
+    # model's near-tied beams may then differ)
+    assert [hub.translate(line, beam=2) for line in lines] == [interactive[str(i)] for i in range(len(lines))]
+    assert len(hub.translate(lines, beam=2)) == len(lines)  # the empty lines batched among the others
