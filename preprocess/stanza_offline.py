@@ -10,6 +10,7 @@
 """
 
 import contextlib
+import json
 import sys
 import time
 
@@ -53,18 +54,26 @@ class EpochProgress:
         [mgsa-train-parser] parser epoch 3/20: dev F1 71.20 (best 71.20, epoch 3) | epoch 2m10s
         (train 1m58s, dev 12s) | elapsed 6m31s, about 37m55s left
 
-    ``rows`` keeps the figures (epoch, dev_f1, train_seconds, dev_seconds) for the record."""
+    ``rows`` keeps the figures (epoch, dev_f1, train_seconds, dev_seconds) for the record, and
+    ``jsonl``, if given, gets each row as it comes (a run stopped early keeps its epochs).
+    ``setup_seconds``: from this object's creation to the first epoch (stanza reading and
+    retagging the trees, building the model)."""
 
-    def __init__(self, epochs: int, stream=None, clock=time.monotonic):
-        self.epochs, self.stream, self.clock = epochs, stream, clock
+    def __init__(self, epochs: int, stream=None, clock=time.monotonic, jsonl: str = None):
+        self.epochs, self.stream, self.clock, self.jsonl = epochs, stream, clock, jsonl
         self.rows = []
+        self._created = clock()
         self._start = self._epoch = None
+        self.setup_seconds = None
+        if jsonl:
+            open(jsonl, "w").close()
 
     def wrap_epoch(self, train_model_one_epoch):
         def wrapped(epoch, *args, **kwargs):
             t0 = self.clock()
             if self._start is None:
                 self._start = t0
+                self.setup_seconds = round(t0 - self._created, 1)
             stats = train_model_one_epoch(epoch, *args, **kwargs)
             self._epoch = (epoch, self.clock() - t0)
             return stats
@@ -83,6 +92,9 @@ class EpochProgress:
     def report(self, epoch: int, f1: float, train_s: float, dev_s: float) -> None:
         self.rows.append({"epoch": epoch, "dev_f1": round(100 * f1, 2), "train_seconds": round(train_s, 1),
                           "dev_seconds": round(dev_s, 1)})
+        if self.jsonl:
+            with open(self.jsonl, "a") as f:
+                f.write(json.dumps(dict(self.rows[-1], setup_seconds=self.setup_seconds)) + "\n")
         best = max(self.rows, key=lambda r: r["dev_f1"])
         elapsed = self.clock() - self._start
         left = elapsed / len(self.rows) * (self.epochs - epoch)

@@ -278,7 +278,7 @@ def train(a) -> dict:
     t0 = time.time()
     from stanza.models import constituency_parser
 
-    progress = EpochProgress(a.parser_epochs)
+    progress = EpochProgress(a.parser_epochs, jsonl=os.path.join(work, "parser_epochs.jsonl"))
     with stanza_offline(out, progress):
         constituency_parser.main(
             ["--mode", "train", "--train_file", data["train"][0], "--eval_file", data["dev"][0],
@@ -286,6 +286,7 @@ def train(a) -> dict:
              "--train_batch_size", str(a.parser_batch_size), "--hidden_size", hidden, "--delta_embedding_dim", "50",
              "--retag_method", "xpos", "--no_checkpoint"] + common)
     record["parser_seconds"] = round(time.time() - t0, 1)
+    record["parser_setup_seconds"] = progress.setup_seconds  # reading, retagging, building the model
     record["parser_epochs"] = progress.rows
 
     _stage(5, "loading the directory as mgsa-preprocess does and scoring the dev set")
