@@ -167,6 +167,12 @@ def make_word_vectors(trees, out_pt: str, dim: int, seed: int, given: str = None
     return len(pretrain.vocab)
 
 
+def default_parser_batch_size(train_trees: int) -> int:
+    """About 60 updates an epoch, 10 to 50 trees each: a small treebank keeps the updates it
+    needs to learn in a few epochs, a large one gets its epochs several times faster."""
+    return min(50, max(10, round(train_trees / 60)))
+
+
 def get_parser():
     p = argparse.ArgumentParser(
         prog="mgsa-train-parser",
@@ -185,8 +191,11 @@ def get_parser():
                                                                       "stanza's: 250)")
     p.add_argument("--tagger-lr", type=float, default=0.01, help="tagger learning rate (default: 0.01; stanza's: "
                                                                  "0.003 for 50000 steps)")
-    p.add_argument("--parser-batch-size", type=int, default=10, help="trees per parser update (default: 10; "
-                                                                     "stanza's: 30)")
+    p.add_argument("--parser-batch-size", type=int,
+                   help="trees per parser update (default: the training trees / 60, at least 10 and at most 50: "
+                        "about 60 updates an epoch; stanza's: 30). An update's cost hardly grows with its trees "
+                        "(stanza steps through the transitions of a batch's trees together), so larger batches "
+                        "make epochs of a large treebank several times faster")
     p.add_argument("--parser-epochs", type=int, default=20,
                    help="parser epochs, each one pass over the training trees (default: 20)")
     p.add_argument("--hidden-size", type=int, default=64,
@@ -212,7 +221,7 @@ def train(a) -> dict:
 
     for name in ("tagger_steps", "tagger_batch_size", "parser_epochs", "parser_batch_size", "hidden_size",
                  "wordvec_dim", "threads"):
-        if getattr(a, name) < 1:
+        if getattr(a, name) is not None and getattr(a, name) < 1:
             raise PreprocessError(f"--{name.replace('_', '-')} must be at least 1 (got {getattr(a, name)})")
     torch.set_num_threads(a.threads)
     # stanza's trainers set their own loggers' levels (to DEBUG, some of them): --quiet mutes
@@ -252,6 +261,8 @@ def train(a) -> dict:
               "normalisation": {"train": train_stats, "dev": dev_stats}}
     write_record(out, record)
 
+    batch = a.parser_batch_size or default_parser_batch_size(len(train_trees))
+    record["parser_batch_size"] = batch
     _stage(2, "word vectors" + (f" from {a.wordvec}" if a.wordvec else f": random, dim {a.wordvec_dim}, "
                                                                        f"over the training words"))
     record["wordvec_vocab"] = make_word_vectors(train_trees, files["pretrain"], a.wordvec_dim, a.seed, a.wordvec)
@@ -273,8 +284,8 @@ def train(a) -> dict:
                  "--log_step", str(max(a.tagger_steps // 10, 1))] + common)
     record["tagger_seconds"] = round(time.time() - t0, 1)
 
-    _stage(4, f"constituency parser: stanza.models.constituency_parser, {a.parser_epochs} epochs, "
-              f"dev F1 by preprocess/bracket_score.py")
+    _stage(4, f"constituency parser: stanza.models.constituency_parser, {a.parser_epochs} epochs of "
+              f"{len(train_trees)} trees in batches of {batch}, dev F1 by preprocess/bracket_score.py")
     t0 = time.time()
     from stanza.models import constituency_parser
 
@@ -283,7 +294,7 @@ def train(a) -> dict:
         constituency_parser.main(
             ["--mode", "train", "--train_file", data["train"][0], "--eval_file", data["dev"][0],
              "--save_name", FILES["constituency"], "--epochs", str(a.parser_epochs), "--epoch_size", "0",
-             "--train_batch_size", str(a.parser_batch_size), "--hidden_size", hidden, "--delta_embedding_dim", "50",
+             "--train_batch_size", str(batch), "--hidden_size", hidden, "--delta_embedding_dim", "50",
              "--retag_method", "xpos", "--no_checkpoint"] + common)
     record["parser_seconds"] = round(time.time() - t0, 1)
     record["parser_setup_seconds"] = progress.setup_seconds  # reading, retagging, building the model

@@ -129,3 +129,14 @@ def test_unseen_dev_labels_drop_keeps_exactly_the_other_trees(tmp_path):
     # order kept, nothing else touched
     kept_all, none = check_dev_labels(train, [dev[0], dev[0]], "train.mrg", "dev.mrg", drop=False)
     assert kept_all == [dev[0], dev[0]] and none == {}
+
+
+def test_default_parser_batch_size_is_about_60_updates_an_epoch():
+    from mgsa_preprocess.train_parser import default_parser_batch_size
+
+    for trees in (1, 300, 600, 900, 1200, 2999, 3000, 40000):
+        b = default_parser_batch_size(trees)
+        assert 10 <= b <= 50
+        if 10 < b < 50:  # updates per epoch as near 60 as a whole batch size gets
+            assert abs(trees / b - 60) <= trees / b - trees / (b + 1)
+    assert [default_parser_batch_size(n) for n in (300, 1200, 3000, 40000)] == [10, 20, 50, 50]
