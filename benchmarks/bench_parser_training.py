@@ -38,7 +38,9 @@ def load() -> str:
 def run(a, extra) -> dict:
     data = os.path.join(a.work, "treebank")
     summary = write_treebank(data, (("train", a.train_trees), ("dev", a.dev_trees), ("test", a.test_trees)), a.seed)
-    out = os.path.join(a.work, a.name)
+    out = a.from_dir or os.path.join(a.work, a.name)
+    if a.from_dir:  # a run made (and perhaps stopped) earlier, with these arguments
+        return figures(a, extra, out, summary, None, None, a.stop_after_epochs is not None)
     cmd = [sys.executable, "-m", "mgsa_preprocess.train_parser", "--train", os.path.join(data, "train.mrg"),
            "--dev", os.path.join(data, "dev.mrg"), "--out", out, "--quiet", *extra]
     print(" ".join(cmd), flush=True)
@@ -57,7 +59,10 @@ def run(a, extra) -> dict:
     proc.wait()
     if proc.returncode and not stopped:
         raise SystemExit(f"mgsa-train-parser failed ({proc.returncode})")
-    wall = time.time() - t0
+    return figures(a, extra, out, summary, load_before, time.time() - t0, stopped)
+
+
+def figures(a, extra, out, summary, load_before, wall, stopped) -> dict:
     with open(os.path.join(out, "training", "parser_epochs.jsonl")) as f:
         epochs = [json.loads(line) for line in f]
     with open(os.path.join(out, "mgsa_parser.json")) as f:
@@ -67,7 +72,7 @@ def run(a, extra) -> dict:
     n_epochs = int(extra[extra.index("--parser-epochs") + 1]) if "--parser-epochs" in extra else None
     result = {
         "args": extra, "treebank": summary, "stopped_after_epochs": len(epochs) if stopped else None,
-        "load_before": load_before, "load_after": load(), "wall_seconds": round(wall),
+        "load_before": load_before, "load_after": None if a.from_dir else load(), "wall_seconds": wall and round(wall),
         "tagger_seconds": record.get("tagger_seconds"),
         "parser_setup_seconds": epochs[0]["setup_seconds"] if epochs else None,
         "epochs": [{k: e[k] for k in ("epoch", "dev_f1", "train_seconds", "dev_seconds")} for e in epochs],
@@ -93,6 +98,8 @@ def main():
     p.add_argument("--test-trees", type=int, default=400)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--stop-after-epochs", type=int, help="stop the run after this many parser epochs")
+    p.add_argument("--from-dir", help="read the figures of a run made earlier into this directory (a run stopped "
+                                      "early: with --stop-after-epochs), with the arguments after --")
     p.add_argument("--out", default=os.path.join(ROOT, "benchmarks", "results", "parser_training.json"))
     argv = sys.argv[1:]
     extra = argv[argv.index("--") + 1:] if "--" in argv else []

@@ -46,6 +46,17 @@ def worker(a):
     print(json.dumps({"sentences": n, "seconds": time.perf_counter() - t0}))
 
 
+def quick_model(work: str) -> str:
+    from ptb_shaped import write_treebank
+
+    data, out = os.path.join(work, "treebank3000"), os.path.join(work, "parser")
+    write_treebank(data, (("train", 3000), ("dev", 400), ("test", 0)), seed=1)
+    subprocess.run([sys.executable, "-m", "mgsa_preprocess.train_parser", "--train", os.path.join(data, "train.mrg"),
+                    "--dev", os.path.join(data, "dev.mrg"), "--out", out, "--parser-epochs", "1", "--tagger-steps",
+                    "50", "--quiet"], check=True)
+    return out
+
+
 def measure(a, threads: int, batch_size: int, processes: int) -> dict:
     n_lines = sum(1 for _ in open(a.input))
     cmds = []
@@ -76,7 +87,9 @@ def measure(a, threads: int, batch_size: int, processes: int) -> dict:
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--model", required=True, help="a directory written by mgsa-train-parser")
+    p.add_argument("--model", help="a directory written by mgsa-train-parser (default: train one here on the "
+                                    "generated treebank's 3,000 training trees: the default model's size, one "
+                                    "epoch, as parsing speed depends on the model's size, not its training)")
     p.add_argument("--input", help="sentences, one a line (default: the generated treebank's test words)")
     p.add_argument("--work", default="/tmp/mgsa-bench-parsing")
     p.add_argument("--batch-sizes", default="32,256,1000")
@@ -98,6 +111,8 @@ def main():
 
         write_treebank(os.path.join(a.work, "treebank"), (("train", 0), ("dev", 0), ("test", 400)), seed=1)
         a.input = os.path.join(a.work, "treebank", "test.txt")
+    if a.model is None:
+        a.model = quick_model(a.work)
     sizes = [int(b) for b in a.batch_sizes.split(",")]
     results = [measure(a, 1, b, 1) for b in sizes]
     best = max(results, key=lambda r: r["sentences_per_second_per_process"])["batch_size"]
