@@ -73,7 +73,7 @@ def figures(a, extra, out, summary, load_before, wall, stopped) -> dict:
     result = {
         "args": extra, "treebank": summary, "stopped_after_epochs": len(epochs) if stopped else None,
         "load_before": load_before, "load_after": None if a.from_dir else load(), "wall_seconds": wall and round(wall),
-        "tagger_seconds": record.get("tagger_seconds"),
+        "tagger_seconds": record.get("tagger_seconds"), "note": a.note,
         "parser_setup_seconds": epochs[0]["setup_seconds"] if epochs else None,
         "epochs": [{k: e[k] for k in ("epoch", "dev_f1", "train_seconds", "dev_seconds")} for e in epochs],
         "mean_epoch_seconds": round(mean, 1),
@@ -100,6 +100,7 @@ def main():
     p.add_argument("--stop-after-epochs", type=int, help="stop the run after this many parser epochs")
     p.add_argument("--from-dir", help="read the figures of a run made earlier into this directory (a run stopped "
                                       "early: with --stop-after-epochs), with the arguments after --")
+    p.add_argument("--note", help="stored with the run (for example the load of a run read with --from-dir)")
     p.add_argument("--out", default=os.path.join(ROOT, "benchmarks", "results", "parser_training.json"))
     argv = sys.argv[1:]
     extra = argv[argv.index("--") + 1:] if "--" in argv else []

@@ -167,10 +167,11 @@ def make_word_vectors(trees, out_pt: str, dim: int, seed: int, given: str = None
     return len(pretrain.vocab)
 
 
-def default_parser_batch_size(train_trees: int) -> int:
-    """About 60 updates an epoch, 10 to 50 trees each: a small treebank keeps the updates it
-    needs to learn in a few epochs, a large one gets its epochs several times faster."""
-    return min(50, max(10, round(train_trees / 60)))
+def default_parser_epochs(train_trees: int, batch_size: int) -> int:
+    """About 2,000 updates, 4 to 20 epochs. 20 epochs of a small treebank are minutes; of 3,000
+    trees of 25 words they were 2-3 hours on a 2-core machine, where the dev F1 of the PTB-shaped
+    benchmark treebank was 92 after 2 epochs (docs/benchmarks-parser.md)."""
+    return min(20, max(4, round(2000 * batch_size / train_trees)))
 
 
 def get_parser():
@@ -191,13 +192,14 @@ def get_parser():
                                                                       "stanza's: 250)")
     p.add_argument("--tagger-lr", type=float, default=0.01, help="tagger learning rate (default: 0.01; stanza's: "
                                                                  "0.003 for 50000 steps)")
-    p.add_argument("--parser-batch-size", type=int,
-                   help="trees per parser update (default: the training trees / 60, at least 10 and at most 50: "
-                        "about 60 updates an epoch; stanza's: 30). An update's cost hardly grows with its trees "
-                        "(stanza steps through the transitions of a batch's trees together), so larger batches "
-                        "make epochs of a large treebank several times faster")
-    p.add_argument("--parser-epochs", type=int, default=20,
-                   help="parser epochs, each one pass over the training trees (default: 20)")
+    p.add_argument("--parser-batch-size", type=int, default=10,
+                   help="trees per parser update (default: 10; stanza's: 30). 50 made an epoch of 3,000 trees 1.7 "
+                        "times faster but learned less per epoch: a lower dev F1 at the same time "
+                        "(docs/benchmarks-parser.md)")
+    p.add_argument("--parser-epochs", type=int,
+                   help="parser epochs, each one pass over the training trees (default: about 2,000 updates, at "
+                        "least 4 and at most 20 epochs: 20 up to 1,000 trees, 7 for 3,000); the dev F1 of each epoch "
+                        "is printed, so the time-quality trade is visible")
     p.add_argument("--hidden-size", type=int, default=64,
                    help="hidden size of the tagger's and the parser's layers (stanza's defaults: 200-512)")
     p.add_argument("--unseen-dev-labels", choices=["error", "drop"], default="error",
@@ -261,8 +263,9 @@ def train(a) -> dict:
               "normalisation": {"train": train_stats, "dev": dev_stats}}
     write_record(out, record)
 
-    batch = a.parser_batch_size or default_parser_batch_size(len(train_trees))
-    record["parser_batch_size"] = batch
+    batch = a.parser_batch_size
+    epochs = a.parser_epochs or default_parser_epochs(len(train_trees), batch)
+    record.update(parser_batch_size=batch, parser_epochs_planned=epochs)
     _stage(2, "word vectors" + (f" from {a.wordvec}" if a.wordvec else f": random, dim {a.wordvec_dim}, "
                                                                        f"over the training words"))
     record["wordvec_vocab"] = make_word_vectors(train_trees, files["pretrain"], a.wordvec_dim, a.seed, a.wordvec)
@@ -283,17 +286,18 @@ def train(a) -> dict:
                  "--composite_deep_biaff_hidden_dim", hidden, "--word_emb_dim", "50", "--char_emb_dim", "50",
                  "--log_step", str(max(a.tagger_steps // 10, 1))] + common)
     record["tagger_seconds"] = round(time.time() - t0, 1)
+    write_record(out, record)  # a run stopped during the parser's epochs keeps what it measured
 
-    _stage(4, f"constituency parser: stanza.models.constituency_parser, {a.parser_epochs} epochs of "
+    _stage(4, f"constituency parser: stanza.models.constituency_parser, {epochs} epochs of "
               f"{len(train_trees)} trees in batches of {batch}, dev F1 by preprocess/bracket_score.py")
     t0 = time.time()
     from stanza.models import constituency_parser
 
-    progress = EpochProgress(a.parser_epochs, jsonl=os.path.join(work, "parser_epochs.jsonl"))
+    progress = EpochProgress(epochs, jsonl=os.path.join(work, "parser_epochs.jsonl"))
     with stanza_offline(out, progress):
         constituency_parser.main(
             ["--mode", "train", "--train_file", data["train"][0], "--eval_file", data["dev"][0],
-             "--save_name", FILES["constituency"], "--epochs", str(a.parser_epochs), "--epoch_size", "0",
+             "--save_name", FILES["constituency"], "--epochs", str(epochs), "--epoch_size", "0",
              "--train_batch_size", str(batch), "--hidden_size", hidden, "--delta_embedding_dim", "50",
              "--retag_method", "xpos", "--no_checkpoint"] + common)
     record["parser_seconds"] = round(time.time() - t0, 1)

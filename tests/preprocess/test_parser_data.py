@@ -131,12 +131,14 @@ def test_unseen_dev_labels_drop_keeps_exactly_the_other_trees(tmp_path):
     assert kept_all == [dev[0], dev[0]] and none == {}
 
 
-def test_default_parser_batch_size_is_about_60_updates_an_epoch():
-    from mgsa_preprocess.train_parser import default_parser_batch_size
+def test_default_parser_epochs_are_about_2000_updates():
+    from mgsa_preprocess.train_parser import default_parser_epochs
 
-    for trees in (1, 300, 600, 900, 1200, 2999, 3000, 40000):
-        b = default_parser_batch_size(trees)
-        assert 10 <= b <= 50
-        if 10 < b < 50:  # updates per epoch as near 60 as a whole batch size gets
-            assert abs(trees / b - 60) <= trees / b - trees / (b + 1)
-    assert [default_parser_batch_size(n) for n in (300, 1200, 3000, 40000)] == [10, 20, 50, 50]
+    assert [default_parser_epochs(n, 10) for n in (40, 300, 1000, 1100, 3000, 3114, 40000)] == [
+        20, 20, 20, 18, 7, 6, 4]
+    for trees in range(100, 6000, 37):
+        e = default_parser_epochs(trees, 10)
+        updates = e * trees / 10
+        assert 4 <= e <= 20
+        if 4 < e < 20:  # as near 2,000 updates as whole epochs get
+            assert abs(updates - 2000) <= trees / 10 / 2 + 1e-9
