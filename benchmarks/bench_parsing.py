@@ -37,7 +37,7 @@ def worker(a):
     torch.set_num_threads(a.threads)
     from mgsa_preprocess.parse import StanzaParser, parse_lines
 
-    parser = StanzaParser("xx", device="cpu", model_dir=a.model, batch_size=a.batch_size)
+    parser = StanzaParser("xx", device="cpu", model_dir=a.model, batch_size=a.batch_size, threads=a.threads)
     with open(a.input) as f:
         warm = [line.split() for _, line in zip(range(20), f)]
     parser.parse(warm)
