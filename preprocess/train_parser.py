@@ -179,7 +179,9 @@ def get_parser():
         prog="mgsa-train-parser",
         description="Train stanza's POS tagger and constituency parser on PTB-format treebank files, offline, into "
                     "one directory that mgsa-preprocess --parser stanza --stanza-dir DIR and fairseq-interactive "
-                    "--stanza-dir DIR load. Defaults suit small treebanks (a few thousand trees).")
+                    "--stanza-dir DIR load. Defaults: a small model (hidden size 64) and about 2,000 parser updates "
+                    "(20 epochs of a few hundred trees, 7 of 3,000; times in docs/benchmarks-parser.md); each parser "
+                    "epoch prints its dev F1 and times.")
     p.add_argument("--train", required=True, metavar="FILE", help="training trees (bracketed, a tree may span lines)")
     p.add_argument("--dev", required=True, metavar="FILE", help="dev trees: model selection and the reported score")
     p.add_argument("--out", required=True, metavar="DIR", help="model directory to write")
@@ -207,7 +209,8 @@ def get_parser():
                         "error naming the first (default), or drop them from the dev set (counted in the record)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--threads", type=int, default=1,
-                   help="torch threads (default: 1; stanza's small batches ran far slower with more here)")
+                   help="torch threads (default: 1; stanza's small operations gain little from more, and a second "
+                        "thread made parsing 9 times slower on a busy 2-core machine)")
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     p.add_argument("--quiet", action="store_true",
                    help="only this command's own progress lines and errors, not stanza's log")
