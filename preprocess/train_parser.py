@@ -29,9 +29,9 @@ import argparse
 import logging
 import os
 import random
+import re
 import sys
 import time
-import re
 from collections import Counter
 from typing import FrozenSet, List, NamedTuple
 
@@ -195,7 +195,7 @@ def get_parser():
     p.add_argument("--tagger-lr", type=float, default=0.01, help="tagger learning rate (default: 0.01; stanza's: "
                                                                  "0.003 for 50000 steps)")
     p.add_argument("--parser-batch-size", type=int, default=10,
-                   help="trees per parser update (default: 10; stanza's: 30). 50 made an epoch of 3,000 trees 1.7 "
+                   help="trees per parser update (default: 10; stanza's: 30). 50 made an epoch of 3,000 trees 1.5 "
                         "times faster but learned less per epoch: a lower dev F1 at the same time "
                         "(docs/benchmarks-parser.md)")
     p.add_argument("--parser-epochs", type=int,
