@@ -49,7 +49,7 @@ class StanzaParser:
                  batch_size: int = 256, threads: Optional[int] = 1):
         # torch threads while parsing on CPU; None: torch's setting (one per core). One thread a
         # process is the default because stanza's many small operations gain little from a second
-        # thread and lose much when the cores are busy: 21.8 vs 2.4 sentences/s on a shared
+        # thread and lose much when the cores are busy: 58.5 vs 3.6 sentences/s on a shared
         # 2-core machine (docs/benchmarks-parser.md); use more processes (--num-shards) instead.
         self.threads = threads
         if device == "auto":

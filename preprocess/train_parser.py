@@ -210,7 +210,7 @@ def get_parser():
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--threads", type=int, default=1,
                    help="torch threads (default: 1; stanza's small operations gain little from more, and a second "
-                        "thread made parsing 9 times slower on a busy 2-core machine)")
+                        "thread made parsing 9-16 times slower on a busy 2-core machine)")
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     p.add_argument("--quiet", action="store_true",
                    help="only this command's own progress lines and errors, not stanza's log")
