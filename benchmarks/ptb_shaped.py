@@ -5,7 +5,7 @@ labels and 60 words; a parser learns it in seconds, so it says nothing about a r
 treebank's cost. This layer, over the grammar's ``Node``, makes sentences of 20-30
 words (resampled until the length is in range), 26 constituent labels besides ROOT
 (every one over two or more words, so it survives the normalisation of
-preprocess/trees.py, which collapses single-word constituents), 36 POS tags, and a
+preprocess/trees.py, which collapses single-word constituents), 31 POS tags, and a
 Zipf-distributed vocabulary of invented words (about 12,000 types): the WSJ's
 shape (~25 words, 26-27 labels, large vocabulary), none of its text.
 
