@@ -11,6 +11,7 @@ tree forms:
   outer bracket, function tags and indices on labels, ``-NONE-`` traces.
 
 Prints sentences/s per process and writes ``benchmarks/results/preprocess.json``.
+Parsing itself (stanza, with a parser made by mgsa-train-parser): benchmarks/bench_parsing.py.
 Usage: ``python benchmarks/bench_preprocess.py [--sentences 100000] [--workers 1]``.
 """
 

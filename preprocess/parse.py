@@ -46,7 +46,12 @@ class StanzaParser:
     mgsa-train-parser wrote into `model_dir` (see preprocess/stanza_model.py)."""
 
     def __init__(self, lang: str, device: str = "auto", download: str = "reuse", model_dir: Optional[str] = None,
-                 batch_size: int = 256):
+                 batch_size: int = 256, threads: Optional[int] = 1):
+        # torch threads while parsing on CPU; None: torch's setting (one per core). One thread a
+        # process is the default because stanza's many small operations gain little from a second
+        # thread and lose much when the cores are busy: 58.5 vs 3.6 sentences/s on a shared
+        # 2-core machine (docs/benchmarks-parser.md); use more processes (--num-shards) instead.
+        self.threads = threads
         if device == "auto":
             import torch
             use_gpu = torch.cuda.is_available()
@@ -76,7 +81,15 @@ class StanzaParser:
 
     def parse(self, sentences: List[List[str]]) -> List[str]:
         """One-line bracketed tree per sentence, in order."""
-        doc = self.pipeline(sentences)
+        import torch
+
+        saved = torch.get_num_threads()
+        if self.threads and self.device == "cpu":  # set around the call only: the process's other work keeps its own
+            torch.set_num_threads(self.threads)
+        try:
+            doc = self.pipeline(sentences)
+        finally:
+            torch.set_num_threads(saved)
         if len(doc.sentences) != len(sentences):
             raise PreprocessError(f"stanza returned {len(doc.sentences)} parses for {len(sentences)} sentences")
         # stanza's one-line format escapes brackets inside leaves as -LRB-/-RRB-

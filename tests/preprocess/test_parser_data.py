@@ -1,6 +1,8 @@
 """mgsa-train-parser's input side (treebank -> stanza's training files) and the bracket scorer;
 no training here (that is test_stanza_trained.py)."""
 
+import re
+
 import pytest
 
 from mgsa_preprocess.bracket_score import brackets, score_files, score_pairs
@@ -25,7 +27,7 @@ def test_treebank_is_normalised_as_mgsa_preprocess_reads_it(tmp_path):
     path = tmp_path / "train.mrg"
     path.write_text(PTB)
     trees, stats = read_treebank(str(path))
-    assert [t for t, _, _ in trees] == [
+    assert [t.text for t in trees] == [
         "(ROOT (S (NNP Bush) (VP (VBD held) (NP (DT a) (NN talk)) (PP (IN with) (NP (NNP Sharon) (-LRB- -LRB-) "
         "(NN AT&T) (-RRB- -RRB-))) (VBG smiling)) (. .)))",
         "(ROOT (S (NP (DT The) (NN cat)) (VBD sat) (. .)))"]
@@ -75,3 +77,68 @@ def test_bad_treebank_is_a_one_line_error(tmp_path, capsys):
         assert e.value.code == 1
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and err[0].startswith(f"mgsa-train-parser: error: {train}") and expected in err[0]
+
+
+TRAIN = """(ROOT (S (NP (DT the) (NN dog)) (VP (VBD saw) (NP (NNP Anna))) (. .)))
+( (S (NP-SBJ (WHADJP (JJ big))) (VP (VBD ran) (ADVP (-NONE- *T*-1))) (. .)) )
+"""
+DEV = """(ROOT (S (NP (DT a) (NN cat)) (VP (VBD saw) (NP (DT the) (NN dog))) (. .)))
+
+(ROOT (S (NP (DT a) (NN cat))
+         (VP (VBD ran) (WHADJP (WRB how) (JJ far))) (. .)))
+(ROOT (S (ADVP (RB very) (RB fast)) (NP (DT a) (NN cat)) (VP (VBD ran)) (. .)))
+(ROOT (S (NP (DT a) (NN cat)) (VP (VBD ran) (WHADJP (WRB how) (JJ far))) (. .)))
+"""
+
+
+def test_dev_label_missing_from_training_trees_stops_before_training(tmp_path, capsys):
+    """WHADJP is in the training file only over one word (collapsed to JJ) and ADVP only over
+    an empty element (removed): the error names the dev file, the first such tree's line, the
+    label and what the normalisation did, before any model file is written."""
+    (tmp_path / "train.mrg").write_text(TRAIN)
+    (tmp_path / "dev.mrg").write_text(DEV)
+    out = tmp_path / "out"
+    with pytest.raises(SystemExit) as e:
+        main(["--train", str(tmp_path / "train.mrg"), "--dev", str(tmp_path / "dev.mrg"), "--out", str(out),
+              "--quiet"])
+    assert e.value.code == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert err[0].startswith(f"mgsa-train-parser: error: {tmp_path / 'dev.mrg'}:3: constituent label WHADJP ")
+    assert "has WHADJP 1 times, but each over a single word or over empty elements only" in err[0]
+    assert "3 of 4 dev trees have such labels (ADVP in 1, WHADJP in 2)" in err[0]
+    assert "--unseen-dev-labels drop" in err[0]
+    assert not (out / "pos.pt").exists() and not (out / "pretrain.pt").exists()
+
+
+def test_unseen_dev_labels_drop_keeps_exactly_the_other_trees(tmp_path):
+    from mgsa_preprocess.train_parser import check_dev_labels
+
+    (tmp_path / "train.mrg").write_text(TRAIN)
+    (tmp_path / "dev.mrg").write_text(DEV)
+    train, _ = read_treebank(str(tmp_path / "train.mrg"))
+    dev, _ = read_treebank(str(tmp_path / "dev.mrg"))
+    assert [t.line for t in dev] == [1, 3, 5, 6]
+    # reference: the labels written in each dev tree's text, against those of the training trees' texts
+    label_sets = [set(re.findall(r"\((\S+) (?=\()", t.text)) for t in (train + dev)]
+    known = set().union(*label_sets[:len(train)])
+    expected = [t.text for t, labels in zip(dev, label_sets[len(train):]) if labels <= known]
+    kept, dropped = check_dev_labels(train, dev, "train.mrg", "dev.mrg", drop=True)
+    assert [t.text for t in kept] == expected == [dev[0].text]
+    assert dropped == {"ADVP": 1, "WHADJP": 2}
+    # order kept, nothing else touched
+    kept_all, none = check_dev_labels(train, [dev[0], dev[0]], "train.mrg", "dev.mrg", drop=False)
+    assert kept_all == [dev[0], dev[0]] and none == {}
+
+
+def test_default_parser_epochs_are_about_2000_updates():
+    from mgsa_preprocess.train_parser import default_parser_epochs
+
+    assert [default_parser_epochs(n, 10) for n in (40, 300, 1000, 1100, 3000, 3114, 40000)] == [
+        20, 20, 20, 18, 7, 6, 4]
+    for trees in range(100, 6000, 37):
+        e = default_parser_epochs(trees, 10)
+        updates = e * trees / 10
+        assert 4 <= e <= 20
+        if 4 < e < 20:  # as near 2,000 updates as whole epochs get
+            assert abs(updates - 2000) <= trees / 10 / 2 + 1e-9

@@ -52,7 +52,32 @@ def trained(tmp_path_factory):
                "--dev", raw / "valid.src.tree", "--out", tmp / "parser", "--tagger-steps", "60",
                "--parser-epochs", "5", "--quiet"], tmp, offline_env(tmp))
     assert re.search(r"\[mgsa-train-parser\] done in \d+ s: dev labeled bracket F1", out), out
+    (tmp / "train_parser.out").write_text(out)
     return tmp, tmp / "parser"
+
+
+def test_quiet_run_shows_one_line_per_parser_epoch(trained):
+    """--quiet, stdout a pipe: after the parser stage's line, one line per epoch in order, with
+    the dev F1 the record keeps for that epoch, then the final stage."""
+    from mgsa_preprocess.stanza_model import read_record
+
+    tmp, parser_dir = trained
+    lines = (tmp / "train_parser.out").read_text().splitlines()
+    stage4 = next(i for i, line in enumerate(lines) if line.startswith("[mgsa-train-parser] 4/5"))
+    epoch_re = re.compile(r"\[mgsa-train-parser\] parser epoch (\d+)/5: dev F1 (\d+\.\d\d) \(best (\d+\.\d\d), epoch "
+                          r"(\d+)\) \| epoch \S+ \(train \S+, dev \S+\) \| elapsed \S+(, about \S+ left)?$")
+    found = [epoch_re.match(line) for line in lines[stage4 + 1:stage4 + 6]]
+    assert all(found), lines
+    assert [int(m.group(1)) for m in found] == [1, 2, 3, 4, 5]
+    assert lines[stage4 + 6].startswith("[mgsa-train-parser] 5/5")
+    record = read_record(str(parser_dir))
+    assert record["parser_batch_size"] == 10 and record["parser_epochs_planned"] == 5  # as given
+    rows = record["parser_epochs"]
+    assert [r["epoch"] for r in rows] == [1, 2, 3, 4, 5]
+    assert [float(m.group(2)) for m in found] == pytest.approx([r["dev_f1"] for r in rows], abs=0.006)
+    best = [max(rows[:k], key=lambda r: r["dev_f1"]) for k in range(1, 6)]  # running best, first one on ties
+    assert [(float(m.group(3)), int(m.group(4))) for m in found] == [(b["dev_f1"], b["epoch"]) for b in best]
+    assert [m.group(5) is None for m in found] == [False] * 4 + [True]  # no estimate after the last epoch
 
 
 def stanza_brackets(tree):
@@ -99,6 +124,40 @@ def test_directory_loads_offline_and_its_dev_score_is_labeled_bracket_f1(trained
     assert record["dev"]["f1"] == pytest.approx(100 * f1, abs=0.01)
     assert record["dev"]["f1"] > 80  # it learned the grammar (a random parser scores far below)
     assert record["dev"]["tag_accuracy"] > 90
+
+
+def test_parsing_runs_on_one_torch_thread_and_restores_the_setting(trained):
+    """StanzaParser parses with one torch thread (many times faster on a busy machine, see
+    docs/benchmarks-parser.md) and gives the process its own setting back, also on error."""
+    import torch
+
+    from mgsa_preprocess.parse import StanzaParser
+
+    tmp, parser_dir = trained
+    parser = StanzaParser("xx", device="cpu", model_dir=str(parser_dir))
+    seen, pipeline = [], parser.pipeline
+
+    def recording(sentences):
+        seen.append(torch.get_num_threads())
+        return pipeline(sentences)
+
+    parser.pipeline = recording
+    saved = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        trees = parser.parse([["Anna", "saw", "the", "dog", "."]])
+        assert seen == [1] and torch.get_num_threads() == 2
+        assert re.fullmatch(r"\(ROOT .*\)", trees[0]) and re.findall(r" ([^()\s]+)\)", trees[0]) == [
+            "Anna", "saw", "the", "dog", "."]
+        parser.pipeline = lambda sentences: 1 / 0
+        with pytest.raises(ZeroDivisionError):
+            parser.parse([["Anna"]])
+        assert torch.get_num_threads() == 2
+        parser.threads, parser.pipeline = None, recording  # None: torch's setting stays
+        parser.parse([["Anna", "saw", "the", "dog", "."]])
+        assert seen == [1, 2]
+    finally:
+        torch.set_num_threads(saved)
 
 
 @pytest.fixture(scope="module")
