@@ -407,3 +407,41 @@ step_score() {
   mv "$out/bleu.txt.partial" "$out/bleu.txt"
   cat "$out/bleu.txt"
 }
+
+# run_name SYSTEM SEED: a run's name (results/NAME, checkpoints/NAME): SYSTEM, then RUN_SUFFIX
+# (e.g. _big), then _seedSEED when SEEDS holds several training seeds.
+run_name() {
+  local seeds=()
+  read -r -a seeds <<< "${SEEDS:-1}"
+  if [ "${#seeds[@]}" -gt 1 ]; then echo "$1${RUN_SUFFIX:-}_seed$2"; else echo "$1${RUN_SUFFIX:-}"; fi
+}
+
+# 09: mgsa-compare (fairseq_mgsa/analysis/compare.py) of every system of SYSTEMS, every seed of
+# SEEDS, against BASELINE (default transformer when it is in SYSTEMS, else the first), on the
+# detokenized hypotheses and the raw references (lowercased with LOWERCASE=1), into
+# results/compare{RUN_SUFFIX}: the table (also printed), JSON, plots and compare-mt's report.
+step_compare() {
+  local names=() seeds=() args=() lc=() system seed dir dirs baseline
+  read -r -a names <<< "$SYSTEMS"
+  read -r -a seeds <<< "${SEEDS:-1}"
+  if [ "${#names[@]}" -lt 2 ]; then
+    log "09_compare: one system ($SYSTEMS): nothing to compare it with"
+    return 0
+  fi
+  baseline=${BASELINE:-transformer}
+  [[ " ${names[*]} " == *" $baseline "* ]] || baseline=${names[0]}
+  need_files "$RAW_DIR/test.$TGT"
+  for system in "${names[@]}"; do
+    dirs=""
+    for seed in "${seeds[@]}"; do
+      dir=$WORKDIR/results/$(run_name "$system" "$seed")
+      need_files "$dir/hyp.detok"
+      dirs+="${dirs:+,}$dir"
+    done
+    args+=(--system "$system=$dirs")
+  done
+  [ "$LOWERCASE" = 1 ] && lc=(--lowercase)
+  log "comparing ${names[*]} (seeds ${seeds[*]}) against $baseline -> $WORKDIR/results/compare${RUN_SUFFIX:-}"
+  python -m fairseq_mgsa.analysis.compare --ref "$RAW_DIR/test.$TGT" "${args[@]}" --baseline "$baseline" \
+    "${lc[@]}" --out "$WORKDIR/results/compare${RUN_SUFFIX:-}"
+}

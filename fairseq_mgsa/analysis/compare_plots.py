@@ -1,6 +1,9 @@
 """mgsa-compare's plots (matplotlib, files only): BLEU by n-gram order and validation loss."""
 
-import matplotlib
+import logging
+
+logging.getLogger("matplotlib").setLevel(logging.WARNING)  # its font manager's DEBUG lines, when fairseq set root to DEBUG
+import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")  # files only, no screen
 import matplotlib.pyplot as plt  # noqa: E402
