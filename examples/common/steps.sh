@@ -326,7 +326,8 @@ step_train() {
 }
 
 # 07: average the last AVG_N checkpoints, translate the test set (beam BEAM, length
-# penalty LENPEN) and keep the hypotheses in test order. Redone only when training went on
+# penalty LENPEN) and keep the hypotheses in test order (fairseq-generate's log, with its
+# speed, in generate-test.log). Redone only when training went on
 # since (checkpoint_last.pt newer than the average).
 step_average_and_generate() {
   need fairseq-generate "install fairseq-mgsa (bash scripts/install.sh)"
@@ -350,7 +351,8 @@ step_average_and_generate() {
   fairseq-generate "$DATA_BIN" --user-dir "$USER_DIR" --task "$task" --source-lang "$SRC" --target-lang "$TGT" \
     --gen-subset test --path "$avg" --beam "$BEAM" --lenpen "$LENPEN" --max-tokens "$GEN_MAX_TOKENS" \
     --required-batch-size-multiple 1 --remove-bpe --no-progress-bar $fp16_flag "${extra[@]}" \
-    > "$out/generate-test.txt.partial" || die "fairseq-generate failed: see $out/generate-test.txt.partial"
+    > "$out/generate-test.txt.partial" 2> >(tee "$out/generate-test.log" >&2) \
+    || die "fairseq-generate failed: see $out/generate-test.txt.partial"
   mv "$out/generate-test.txt.partial" "$out/generate-test.txt"
   # H-<id>\t<score>\t<tokens>, in the order fairseq finished them: back into test order
   grep '^H-' "$out/generate-test.txt" | cut -c3- | sort -n -k1,1 | cut -f3- > "$out/hyp.tok.partial" || true

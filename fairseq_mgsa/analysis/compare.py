@@ -5,7 +5,7 @@
 
 Each --system is NAME=PATH[,PATH...], one PATH per training seed: a file of hypotheses (one
 a line, in the reference's order) or a run directory as the recipes write it
-(results/RUN_NAME: its --hyp-name file, fairseq-generate's generate-test.txt, and the
+(results/RUN_NAME: its --hyp-name file, fairseq-generate's generate-test.log or .txt, and the
 training log train.log beside it or in ../../checkpoints/RUN_NAME/). The first --system is
 the baseline unless --baseline names another.
 
@@ -131,9 +131,12 @@ def read_system(spec: str, refs: List[str], ref_path: str, hyp_name: str) -> Run
                 params.append(read_params(train_log))
                 train_speed.append(read_training_speed(train_log))
                 curve = curve or read_valid_curve(train_log)
-            generate_log = os.path.join(run, "generate-test.txt")
-            if os.path.isfile(generate_log):
-                decode_speed.append(read_decoding_speed(generate_log))
+            # fairseq-generate's speed: in its log (the recipes keep stderr in generate-test.log)
+            for generate_log in (os.path.join(run, "generate-test.log"), os.path.join(run, "generate-test.txt")):
+                speed = read_decoding_speed(generate_log) if os.path.isfile(generate_log) else None
+                if speed:
+                    decode_speed.append(speed)
+                    break
         else:
             hyps.append(read_hyps(path, len(refs), ref_path))
     return Runs(name, registry_label(name), hyps, seeds=paths.split(","), params=params[0] if params else None,
