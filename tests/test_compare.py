@@ -2,7 +2,6 @@
 the n-gram orders against a hand count, the outputs, and bad input as one-line errors."""
 
 import json
-import os
 import random
 import subprocess
 import sys

@@ -29,7 +29,6 @@ docs/demo/*.png from the run. Every step is the real command a user would run; l
 """
 
 import argparse
-import logging
 import os
 import queue
 import re
