@@ -423,7 +423,7 @@ run_name() {
 # detokenized hypotheses and the raw references (lowercased with LOWERCASE=1), into
 # results/compare{RUN_SUFFIX}: the table (also printed), JSON, plots and compare-mt's report.
 step_compare() {
-  local names=() seeds=() args=() lc=() system seed dir dirs baseline
+  local names=() seeds=() args=() lc=() name seed_n dir dirs baseline
   read -r -a names <<< "$SYSTEMS"
   read -r -a seeds <<< "${SEEDS:-1}"
   if [ "${#names[@]}" -lt 2 ]; then
@@ -433,14 +433,14 @@ step_compare() {
   baseline=${BASELINE:-transformer}
   [[ " ${names[*]} " == *" $baseline "* ]] || baseline=${names[0]}
   need_files "$RAW_DIR/test.$TGT"
-  for system in "${names[@]}"; do
+  for name in "${names[@]}"; do
     dirs=""
-    for seed in "${seeds[@]}"; do
-      dir=$WORKDIR/results/$(run_name "$system" "$seed")
+    for seed_n in "${seeds[@]}"; do
+      dir=$WORKDIR/results/$(run_name "$name" "$seed_n")
       need_files "$dir/hyp.detok"
       dirs+="${dirs:+,}$dir"
     done
-    args+=(--system "$system=$dirs")
+    args+=(--system "$name=$dirs")
   done
   [ "$LOWERCASE" = 1 ] && lc=(--lowercase)
   log "comparing ${names[*]} (seeds ${seeds[*]}) against $baseline -> $WORKDIR/results/compare${RUN_SUFFIX:-}"
