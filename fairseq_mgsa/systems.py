@@ -30,7 +30,7 @@ as `python -m fairseq_mgsa.systems ...`:
 import argparse
 import shlex
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Dict, List, Tuple
 
 SIZES = ("tiny", "base", "big", "iwslt")
@@ -57,6 +57,7 @@ class System:
     criterion: str = "label_smoothed_cross_entropy"
     criterion_args: Tuple[str, ...] = ()
     model_args: Tuple[str, ...] = ()   # model options on top of the architecture's
+    size_args: Dict[str, Tuple[str, ...]] = field(default_factory=dict)  # size -> options after the size's dims
     needs_trees: bool = False          # reads phrase files (mgsa-preprocess with trees)
     notes: str = ""
 
@@ -75,7 +76,7 @@ class System:
         """The fairseq-train options that make this system at `size` (the rest, data and
         hyper-parameters, is the caller's)."""
         dims = list(TINY_ARGS) if size == "tiny" else []
-        return ["--task", self.task, "--arch", self.arch(size), *dims, *self.model_args,
+        return ["--task", self.task, "--arch", self.arch(size), *dims, *self.size_args.get(size, ()), *self.model_args,
                 "--criterion", self.criterion, *self.criterion_args]
 
     def generate_args(self) -> List[str]:
@@ -87,6 +88,13 @@ SYSTEMS: Dict[str, System] = {s.name: s for s in (
     System("transformer", "Transformer (fairseq)",
            {"base": "transformer", "big": "transformer_vaswani_wmt_en_de_big", "iwslt": "transformer_iwslt_de_en"},
            notes="the baseline"),
+    # FFN widths from `python -m fairseq_mgsa.analysis.compare_matched --size SIZE` (built models'
+    # parameters; tests/test_systems.py checks them); the demo computes its own for its dimensions
+    System("transformer_matched", "Transformer, parameter-matched to PBA interleaved QUERYK",
+           {"base": "transformer", "big": "transformer_vaswani_wmt_en_de_big", "iwslt": "transformer_iwslt_de_en"},
+           size_args={size: ("--encoder-ffn-embed-dim", str(width), "--decoder-ffn-embed-dim", str(width))
+                      for size, width in (("tiny", 1472), ("base", 6784), ("big", 13568), ("iwslt", 5760))},
+           notes="the baseline with a wider FFN: within 5% of pba_interleaved_queryk's parameters (PEERS.md 7)"),
     System("mgsa_ngram", "MG-SA n-gram", sized("mgsa_transformer"),
            notes="word,ngram2,ngram3,ngram4 heads, SAN composition, layer 1"),
     System("mgsa_ngram_onlstm", "MG-SA n-gram + ON-LSTM", sized("mgsa_transformer"),
@@ -137,7 +145,7 @@ def table() -> str:
     rows = [("name", "label", "task", "trees", "base arch", "model options", "criterion")]
     for s in SYSTEMS.values():
         rows.append((s.name, s.label, s.task, "yes" if s.needs_trees else "no", s.archs["base"],
-                     " ".join(s.model_args) or "-", " ".join((s.criterion, *s.criterion_args))))
+                     " ".join((*s.size_args.get("base", ()), *s.model_args)) or "-", " ".join((s.criterion, *s.criterion_args))))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
 

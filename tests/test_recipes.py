@@ -192,6 +192,50 @@ def test_one_hypothesis_per_test_line_and_bleu(recipe):
         assert f"run: {system} (system {system})" in recipe["first"].split("== ")[-1]  # run_all.sh's summary
 
 
+def test_run_all_ends_with_the_compare_table(recipe):
+    """With two systems or more, run_all.sh's last step is mgsa-compare's table (results/compare/)."""
+    out = recipe["work"] / "results" / "compare"
+    if len(recipe["systems"]) < 2:
+        assert not out.exists() and "nothing to compare it with" in recipe["first"]
+        return
+    results = json.loads((out / "results.json").read_text())
+    assert list(results["models"]) == recipe["systems"] and results["baseline"] == "transformer"
+    assert results["test_sentences"] == N_TEST
+    m = results["models"]["mgsa_syntactic"]
+    assert m["label"] == get("mgsa_syntactic").label and m["params"] > results["models"]["transformer"]["params"]
+    assert m["decode_speed_ratio"] > 0 and m["train_speed_ratio"] > 0 and m["verdict"]
+    import sacrebleu  # the table's BLEU: sacrebleu's, lowercased, on the detokenized hypotheses
+    refs = (recipe["raw"] / f"test.{recipe['tgt']}").read_text(encoding="utf-8").split("\n")[:-1]
+    hyps = (recipe["work"] / "results" / "mgsa_syntactic" / "hyp.detok").read_text(encoding="utf-8").split("\n")[:-1]
+    assert m["bleu"] == [round(sacrebleu.corpus_bleu(hyps, [refs], lowercase=True).score, 2)]
+    table = recipe["first"].split("== ")[-1]
+    assert "against the baseline" in table and get("mgsa_syntactic").label in table
+    assert (out / "compare-mt" / "index.html").exists() and (out / "bleu_by_ngram_order.png").exists()
+
+
+def test_compare_step_over_seeds(recipe, tmp_path):
+    """SEEDS="1 2": run names get _seedN and the table gives mean ± sd over them (the seeds' runs
+    are copies of the recipe's runs here: the step's plumbing, not training, is under test)."""
+    if len(recipe["systems"]) < 2:
+        pytest.skip("one system")
+    work = tmp_path / "work"
+    for system in recipe["systems"]:
+        for seed in (1, 2):
+            shutil.copytree(recipe["work"] / "results" / system, work / "results" / f"{system}_seed{seed}")
+    env = dict(recipe["env"], WORKDIR=str(work), SEEDS="1 2", SYSTEMS=" ".join(recipe["systems"]))
+    log = bash(os.path.join(EXAMPLES, recipe["name"], "09_compare.sh"), env).stdout
+    results = json.loads((work / "results" / "compare" / "results.json").read_text())
+    m = results["models"]["mgsa_syntactic"]
+    assert len(m["bleu"]) == 2 and m["bleu_sd"] == 0.0 and len(m["seed_p_values"]) == 2
+    assert f"{m['bleu_mean']:.2f} ± 0.00" in log
+    # a run directory missing for a seed: one line naming the file
+    shutil.rmtree(work / "results" / "transformer_seed2")
+    proc = bash(os.path.join(EXAMPLES, recipe["name"], "09_compare.sh"), env, check=False)
+    assert proc.returncode != 0
+    assert proc.stdout.strip().splitlines()[-1] == (
+        f"09_compare.sh: error: {work}/results/transformer_seed2/hyp.detok not found (or empty)")
+
+
 def test_a_rerun_skips_every_step(recipe):
     log = recipe["second"]
     for step in ("02_tokenize", "03_parse", "04_bpe.50", "05_preprocess"):

@@ -69,3 +69,32 @@ def test_command_line_without_fairseq():
     proc = subprocess.run([sys.executable, "-c", f"import runpy, sys; runpy.run_path({SCRIPT!r}); "
                            "print('fairseq' in sys.modules, 'torch' in sys.modules)"], capture_output=True, text=True)
     assert proc.stdout.strip() == "False False"
+
+
+@pytest.mark.parametrize("size", ["tiny", "base", "big"])
+def test_parameter_matched_baseline_within_5_percent_of_its_peer(size):
+    """Counted from built models (meta device), whole models with a 32,000-word joined dictionary."""
+    from fairseq_mgsa.analysis.compare_matched import PEER, count_params, matched_args, model_args
+
+    matched, peer = systems.get("transformer_matched"), systems.get(PEER)
+    n_matched = count_params(model_args(matched.train_args(size)), vocab=32000)[0]
+    n_peer = count_params(model_args(peer.train_args(size)), vocab=32000)[0]
+    n_base = count_params(model_args(systems.get("transformer").train_args(size)), vocab=32000)[0]
+    assert abs(n_matched - n_peer) <= 0.05 * n_peer and n_base < 0.8 * n_peer  # the peer is larger: matching matters
+    # the registry's widths are what matched_args finds from built models
+    base_args = systems.get("transformer").train_args(size)
+    assert matched_args(base_args, peer.train_args(size)) == list(matched.size_args[size])
+
+
+def test_parameter_matched_baseline_at_other_dimensions():
+    """matched_args for other dimensions (as the demo's): within 5% of the peer, built."""
+    from fairseq_mgsa.analysis.compare_matched import PEER, count_params, matched_args, model_args
+
+    dims = ["--encoder-layers", "2", "--decoder-layers", "2", "--encoder-embed-dim", "64", "--decoder-embed-dim", "64",
+            "--encoder-ffn-embed-dim", "128", "--decoder-ffn-embed-dim", "128",
+            "--encoder-attention-heads", "4", "--decoder-attention-heads", "4"]
+    base = ["--arch", "transformer", *dims]
+    peer = ["--arch", systems.get(PEER).arch("base"), *dims]
+    opts = matched_args(base, peer)
+    n_matched, n_peer = count_params(base + opts, vocab=100)[0], count_params(peer, vocab=100)[0]
+    assert abs(n_matched - n_peer) <= 0.05 * n_peer and int(opts[1]) > 128

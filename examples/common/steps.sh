@@ -326,7 +326,8 @@ step_train() {
 }
 
 # 07: average the last AVG_N checkpoints, translate the test set (beam BEAM, length
-# penalty LENPEN) and keep the hypotheses in test order. Redone only when training went on
+# penalty LENPEN) and keep the hypotheses in test order (fairseq-generate's log, with its
+# speed, in generate-test.log). Redone only when training went on
 # since (checkpoint_last.pt newer than the average).
 step_average_and_generate() {
   need fairseq-generate "install fairseq-mgsa (bash scripts/install.sh)"
@@ -350,7 +351,8 @@ step_average_and_generate() {
   fairseq-generate "$DATA_BIN" --user-dir "$USER_DIR" --task "$task" --source-lang "$SRC" --target-lang "$TGT" \
     --gen-subset test --path "$avg" --beam "$BEAM" --lenpen "$LENPEN" --max-tokens "$GEN_MAX_TOKENS" \
     --required-batch-size-multiple 1 --remove-bpe --no-progress-bar $fp16_flag "${extra[@]}" \
-    > "$out/generate-test.txt.partial" || die "fairseq-generate failed: see $out/generate-test.txt.partial"
+    > "$out/generate-test.txt.partial" 2> >(tee "$out/generate-test.log" >&2) \
+    || die "fairseq-generate failed: see $out/generate-test.txt.partial"
   mv "$out/generate-test.txt.partial" "$out/generate-test.txt"
   # H-<id>\t<score>\t<tokens>, in the order fairseq finished them: back into test order
   grep '^H-' "$out/generate-test.txt" | cut -c3- | sort -n -k1,1 | cut -f3- > "$out/hyp.tok.partial" || true
@@ -406,4 +408,42 @@ step_score() {
   } > "$out/bleu.txt.partial"
   mv "$out/bleu.txt.partial" "$out/bleu.txt"
   cat "$out/bleu.txt"
+}
+
+# run_name SYSTEM SEED: a run's name (results/NAME, checkpoints/NAME): SYSTEM, then RUN_SUFFIX
+# (e.g. _big), then _seedSEED when SEEDS holds several training seeds.
+run_name() {
+  local seeds=()
+  read -r -a seeds <<< "${SEEDS:-1}"
+  if [ "${#seeds[@]}" -gt 1 ]; then echo "$1${RUN_SUFFIX:-}_seed$2"; else echo "$1${RUN_SUFFIX:-}"; fi
+}
+
+# 09: mgsa-compare (fairseq_mgsa/analysis/compare.py) of every system of SYSTEMS, every seed of
+# SEEDS, against BASELINE (default transformer when it is in SYSTEMS, else the first), on the
+# detokenized hypotheses and the raw references (lowercased with LOWERCASE=1), into
+# results/compare{RUN_SUFFIX}: the table (also printed), JSON, plots and compare-mt's report.
+step_compare() {
+  local names=() seeds=() args=() lc=() name seed_n dir dirs baseline
+  read -r -a names <<< "$SYSTEMS"
+  read -r -a seeds <<< "${SEEDS:-1}"
+  if [ "${#names[@]}" -lt 2 ]; then
+    log "09_compare: one system ($SYSTEMS): nothing to compare it with"
+    return 0
+  fi
+  baseline=${BASELINE:-transformer}
+  [[ " ${names[*]} " == *" $baseline "* ]] || baseline=${names[0]}
+  need_files "$RAW_DIR/test.$TGT"
+  for name in "${names[@]}"; do
+    dirs=""
+    for seed_n in "${seeds[@]}"; do
+      dir=$WORKDIR/results/$(run_name "$name" "$seed_n")
+      need_files "$dir/hyp.detok"
+      dirs+="${dirs:+,}$dir"
+    done
+    args+=(--system "$name=$dirs")
+  done
+  [ "$LOWERCASE" = 1 ] && lc=(--lowercase)
+  log "comparing ${names[*]} (seeds ${seeds[*]}) against $baseline -> $WORKDIR/results/compare${RUN_SUFFIX:-}"
+  python -m fairseq_mgsa.analysis.compare --ref "$RAW_DIR/test.$TGT" "${args[@]}" --baseline "$baseline" \
+    "${lc[@]}" --out "$WORKDIR/results/compare${RUN_SUFFIX:-}"
 }

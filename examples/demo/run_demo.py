@@ -1,6 +1,8 @@
-"""The main job, offline on CPU: every system of the registry (fairseq_mgsa/systems.py:
-fairseq's Transformer, MG-SA, phrase-based attention, HySAN) on equal terms, the
-syntactic ones with gold trees and with the trees of a parser the demo trains itself.
+"""The main job, offline on CPU: systems of the registry (fairseq_mgsa/systems.py: fairseq's
+Transformer and its parameter-matched variant, MG-SA, phrase-based attention, HySAN) on equal
+terms, the syntactic ones with gold trees and with the trees of a parser the demo trains itself.
+By default five systems (six models with the parser-tree row) at 800 updates (about 10-20 minutes on 2 cores); --full: every system
+at 1200 updates (about 30-45 minutes).
 
 1. A parallel corpus from the project's grammar (preprocess/synthetic.py), in which the
    target depends on the source's constituents (verb-final verb phrases, adjectives
@@ -13,14 +15,17 @@ syntactic ones with gold trees and with the trees of a parser the demo trains it
    data, seed and budget, `--jobs` at a time (one thread each); a system that reads
    trees (syntactic MG-SA, the paper's default) once on gold trees, once on parser trees.
 5. `fairseq-generate` on the test set for every row (a system + the trees it was trained
-   and tested on); sacrebleu BLEU and chrF, paired bootstrap resampling against the
-   baseline; BLEU-N gaps for N = 1..8 (the paper's Figure 2).
-6. Results: a table (markdown + JSON) and PNG plots in --workdir, copied to docs/demo/,
-   and the README's results section rewritten from them (--no-readme to leave it).
+   and tested on).
+6. mgsa-compare's scoring (fairseq_mgsa/analysis/compare.py): BLEU and chrF, the paired
+   bootstrap against the baseline, mean and sd over seeds, BLEU by n-gram order (the paper's
+   Figure 2), compare-mt's report; table (markdown, JSON, terminal) and plots in --workdir.
 
-Every step is the real command a user would run; logs are in --workdir/logs.
+Everything goes under --workdir (default: demo-out/ in the current directory); the checkout is
+left alone. --update-docs (for the maintainer) rewrites docs/demo.md's results section and
+docs/demo/*.png from the run. Every step is the real command a user would run; logs are in
+--workdir/logs.
 
-    python examples/demo/run_demo.py [--workdir DIR] [--systems a,b] [--seeds 1,2,3] [--jobs N]
+    python examples/demo/run_demo.py [--workdir DIR] [--full] [--systems a,b] [--seeds 1,2,3] [--jobs N]
 """
 
 import argparse
@@ -42,7 +47,12 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path[:0] = [ROOT, HERE]
 import demo_report as report  # noqa: E402
 from fairseq_mgsa import systems as registry  # noqa: E402
+from fairseq_mgsa.analysis import compare, compare_report  # noqa: E402
+from fairseq_mgsa.analysis.compare_matched import PEER, matched_args  # noqa: E402
 from mgsa_preprocess.synthetic import write_corpus  # noqa: E402
+
+compare.quiet_other_libraries()  # importing fairseq sets the root logger to DEBUG
+DEFAULT_SYSTEMS = "transformer,transformer_matched,mgsa_syntactic,pba_interleaved_queryk,hysan"
 
 USER_DIR = os.path.join(ROOT, "fairseq_mgsa")
 SMALL = [  # the same small dimensions for every model (4 heads: one per granularity)
@@ -75,8 +85,16 @@ def rows_of(system: registry.System, parser_rows: bool):
 
 
 def system_args(system: registry.System):
-    """The registry's options of `system` at the demo's small dimensions (its base arch)."""
-    return ["--task", system.task, "--arch", system.arch("base"), *SMALL, *system.model_args,
+    """The registry's options of `system` at the demo's small dimensions (its base arch); the
+    parameter-matched baseline's FFN width is computed for these dimensions (built models)."""
+    size_args = system.size_args.get("base", ())
+    if size_args:
+        if system.name != "transformer_matched":
+            raise ValueError(f"system {system.name}: no options at the demo's dimensions for {' '.join(size_args)}")
+        peer = registry.get(PEER)
+        size_args = matched_args(["--arch", system.arch("base"), *SMALL],
+                                 ["--arch", peer.arch("base"), *SMALL, *peer.model_args])
+    return ["--task", system.task, "--arch", system.arch("base"), *SMALL, *size_args, *system.model_args,
             "--criterion", system.criterion, *system.criterion_args]
 TREE_LABELS = {("gold", "gold"): "gold trees", ("gold", "parser"): "gold trees, tested on parser trees",
                ("parser", "parser"): "parser trees"}
@@ -115,18 +133,20 @@ def run(cmd, log, total_updates=None, desc=None, position=None, threads=None):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--workdir", default="work/demo")
+    p.add_argument("--workdir", default="demo-out", help="where everything goes (default: demo-out/ here)")
+    p.add_argument("--full", action="store_true",
+                   help="every system of the registry at 1200 updates (about 30-45 minutes on 2 cores)")
     p.add_argument("--train-size", type=int, default=4000)
     p.add_argument("--test-size", type=int, default=500)
-    p.add_argument("--max-update", type=int, default=1200, help="training budget of every model")
+    p.add_argument("--max-update", type=int, help="training budget of every model (default 800; --full 1200)")
     p.add_argument("--validate-every", type=int, default=100, help="updates between validations (loss curves)")
-    p.add_argument("--systems", default=",".join(registry.SYSTEMS),
-                   help=f"systems of the registry, comma-separated (default: all: {','.join(registry.SYSTEMS)})")
+    p.add_argument("--systems", help=f"systems of the registry, comma-separated (default: {DEFAULT_SYSTEMS}; "
+                                     f"--full: all: {','.join(registry.SYSTEMS)})")
     p.add_argument("--no-parser-rows", action="store_true",
                    help="no parser: systems that read trees are trained and tested on gold trees only")
     p.add_argument("--seeds", default="1",
-                   help="training seeds, comma-separated: the table's scores and p-values are the first seed's; "
-                        "with several, the BLEU of every seed, its mean and spread are reported beside them")
+                   help="training seeds, comma-separated: with several, mean and sd over seeds, and the paired "
+                        "bootstrap on each seed pair and pooled")
     p.add_argument("--data-seed", type=int, default=1, help="seed of the generated corpus")
     p.add_argument("--jobs", type=int, default=2,
                    help="models trained at once, with (CPU cores / jobs) threads each (results do not depend on it)")
@@ -134,12 +154,14 @@ def main(argv=None):
     p.add_argument("--parser-epochs", type=int, default=3,
                    help="mgsa-train-parser --parser-epochs (its default, 20, is for a few hundred trees)")
     p.add_argument("--tagger-steps", type=int, default=200, help="mgsa-train-parser --tagger-steps")
-    p.add_argument("--docs-dir", default=os.path.join(ROOT, "docs", "demo"),
-                   help="where the table and plots are copied for the README")
-    p.add_argument("--no-readme", action="store_true", help="do not rewrite the README's results section")
+    p.add_argument("--update-docs", action="store_true",
+                   help="(maintainer) rewrite docs/demo.md's results section and docs/demo/*.png from this run")
+    p.add_argument("--docs-dir", default=os.path.join(ROOT, "docs"), help="with --update-docs: the docs folder")
     a = p.parse_args(argv)
+    if a.max_update is None:
+        a.max_update = 1200 if a.full else 800
     try:
-        systems = registry.select(a.systems)
+        systems = registry.select(a.systems or ("" if a.full else DEFAULT_SYSTEMS))
         seeds = [int(x) for x in a.seeds.split(",") if x.strip()]
     except ValueError as e:
         p.error(str(e))
@@ -244,16 +266,16 @@ def run_demo(a, rows, seeds):
                       log, total_updates=a.max_update, desc=f"[demo] 4/6 train {run_name}",
                       position=position, threads=threads)
         positions.put(position)
-        return key, (save, report.read_valid_curve(log), seconds / 60, report.read_params(log))
+        return key, (save, compare.read_valid_curve(log), seconds / 60, compare.read_params(log))
 
     with ThreadPoolExecutor(max_workers=a.jobs) as pool:
         trained = dict(pool.map(train, models))
 
-    runs = {}
+    runs, refs = {}, None
     for name, row in rows.items():
         label, task = registry.get(row.system).label, registry.get(row.system).task
         trees = (row.train_trees, row.test_trees)
-        seed_bleu = {}
+        hyps, speeds = [], []
         for seed in seeds:
             save, curve, train_minutes, params = trained[(row.system, row.train_trees, seed)]
             out = os.path.join(logs, f"generate.{name}" + (f".seed{seed}" if seed != seeds[0] else "") + ".txt")
@@ -264,35 +286,39 @@ def run_demo(a, rows, seeds):
             run(["fairseq-generate", data[row.test_trees], "--user-dir", USER_DIR, "--task", task,
                  "--path", f"{save}/checkpoint_best.pt", "--gen-subset", "test", "--beam", "4",
                  "--max-tokens", "4096", "--required-batch-size-multiple", "1", "--cpu"], out)
-            hyps, refs = report.read_generate(out, a.test_size)
-            seed_bleu[seed] = report.corpus_bleu(hyps, refs)
+            seed_hyps, refs = report.read_generate(out, a.test_size)
+            hyps.append(seed_hyps)
+            speeds.append((a.max_update / (60 * train_minutes), compare.read_decoding_speed(out)))
             if seed == seeds[0]:
-                runs[name] = report.Run(
-                    name, label + (f", {TREE_LABELS[trees]}" if row.train_trees else ""), hyps, refs, curve,
-                    train_minutes, system=row.system, trees=None if row.train_trees is None else trees,
-                    params=params, updates_per_second=a.max_update / (60 * train_minutes),
-                    decode_sentences_per_second=report.read_decoding_speed(out))
-        if len(seeds) > 1:
-            runs[name].seed_bleu = seed_bleu
+                first = (curve, params)
+        runs[name] = compare.Runs(
+            name, label + (f", {TREE_LABELS[trees]}" if row.train_trees else ""), hyps, seeds=[str(x) for x in seeds],
+            params=first[1], updates_per_second=compare.mean_or_none([t for t, _ in speeds]),
+            decode_sentences_per_second=compare.mean_or_none([d for _, d in speeds]), valid_curve=first[0])
 
-    print("[demo] 6/6 scoring (sacrebleu, paired bootstrap against the baseline) and plots", flush=True)
-    results = report.score(runs, BASELINE, a.bootstrap_samples)
+    print("[demo] 6/6 scoring (mgsa-compare: sacrebleu, paired bootstrap against the baseline) and plots", flush=True)
+    results = compare.compare(runs, refs, BASELINE, a.bootstrap_samples)
     results["setup"] = {
         "train_sentences": a.train_size, "test_sentences": a.test_size, "max_update": a.max_update,
-        "seed": seeds[0], "seeds": seeds, "data_seed": a.data_seed, "jobs": a.jobs, "dims": " ".join(SMALL),
+        "seeds": seeds, "data_seed": a.data_seed, "jobs": a.jobs, "dims": " ".join(SMALL),
         "minutes": round((time.time() - start) / 60, 1),
+        "command": "python examples/demo/run_demo.py" + (" --full" if a.full else ""),
     }
     if parser is not None:
         results["parser"] = parser
-    paths = report.write(results, runs, work)
-    print(report.markdown_table(results))
-    os.makedirs(a.docs_dir, exist_ok=True)
-    for path in paths.values():
-        shutil.copy(path, a.docs_dir)
-    if not a.no_readme:
-        report.update_readme(os.path.join(ROOT, "README.md"), results, os.path.relpath(a.docs_dir, ROOT))
-    print(f"[demo] done in {results['setup']['minutes']} min: {', '.join(paths.values())}"
-          f"{'' if a.no_readme else ' and README.md'}", flush=True)
+    paths = compare_report.write_all(results, runs, refs, work)
+    print()
+    print(compare_report.terminal_table(results))
+    if a.update_docs:
+        images = os.path.join(a.docs_dir, "demo")
+        os.makedirs(images, exist_ok=True)
+        for path in paths:
+            if path.endswith(".png") or os.path.basename(path) in ("results.json", "results.md"):
+                shutil.copy(path, images)
+        report.update_docs(os.path.join(a.docs_dir, "demo.md"), results, "demo")
+    print(f"\n[demo] done in {results['setup']['minutes']} min. Everything is in {work}: the table in "
+          f"{os.path.join(work, 'results.md')}, plots *.png, compare-mt's report compare-mt/index.html, logs in logs/"
+          + (f"; docs/demo.md and {images} rewritten" if a.update_docs else ""), flush=True)
 
 
 if __name__ == "__main__":
