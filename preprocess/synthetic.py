@@ -11,7 +11,7 @@ rules that need the constituent structure:
   of it and its preposition takes a different word than a PP attached to the verb
   phrase, although the source string can be the same for both attachments.
 
-Clauses come in two tenses (past VBD, present VBZ) and two voices, so that the
+A clause may open with a PP and a comma, or an adverb (kept in place). Clauses come in two tenses (past VBD, present VBZ) and two voices, so that the
 probing tasks (fairseq_mgsa/analysis/probing_labels.py) have two classes each. A
 passive clause is a verb group of its own, built for the same rules: the auxiliary
 takes the participle's VP as its complement, and both VPs are verb-final,
@@ -45,8 +45,10 @@ PRESENT = {"saw": ("sees", "vidas"), "found": ("finds", "trovas"), "liked": ("li
 PARTICIPLE = {"saw": ("seen", "vidita"), "found": ("found", "trovita"), "liked": ("liked", "amita"),
               "watched": ("watched", "rigardita"), "carried": ("carried", "portita"), "met": ("met", "renkita")}
 AUXILIARIES = {"was": "estis", "is": "estas"}  # passive "be", past and present
+ADVERBS = {"then": "tiam", "often": "ofte"}  # sentence adverbs, (ADVP (RB then))
 AGENT = ("by", "far")  # the passive's agent preposition, attached to the participle's VP
 PRESENT_RATE, PASSIVE_RATE = 0.4, 0.25
+FRONTED_PP_RATE, ADVERB_RATE = 0.15, 0.1  # clause openers: "near the hill , NP VP ." / "then NP VP ."
 PREPOSITIONS = {  # VP-attached, NP-attached
     "with": ("kun", "kunte"), "near": ("apud", "apude"), "behind": ("post", "poste"), "on": ("sur", "sure"),
 }
@@ -113,7 +115,13 @@ class Grammar:
         return Node("VP", children)
 
     def sentence(self) -> Node:
-        s = Node("S", [self.noun_phrase(1), self.verb_phrase(), Node(".", ".")])
+        r = self.rng.random()
+        opener = []
+        if r < FRONTED_PP_RATE:  # a clause-level PP: not attached to a noun, so its VP word
+            opener = [self.prep_phrase(2), Node(",", ",")]
+        elif r < FRONTED_PP_RATE + ADVERB_RATE:
+            opener = [Node("ADVP", [Node("RB", self.pick(ADVERBS))])]
+        s = Node("S", opener + [self.noun_phrase(1), self.verb_phrase(), Node(".", ".")])
         return Node("ROOT", [s])
 
 
@@ -125,7 +133,7 @@ def translate(node: Node) -> List[str]:
             return [next(t for s, t in PRESENT.values() if s == w)]
         if node.label == "VBN":
             return [next(t for s, t in PARTICIPLE.values() if s == w)]
-        for table in (DETERMINERS, ADJECTIVES, NOUNS, NAMES, VERBS, AUXILIARIES):
+        for table in (DETERMINERS, ADJECTIVES, NOUNS, NAMES, VERBS, AUXILIARIES, ADVERBS):
             if w in table:
                 return [table[w]]
         return [w]  # punctuation
