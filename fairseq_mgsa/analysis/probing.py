@@ -26,7 +26,7 @@ import torch.nn as nn
 
 from .. import systems as registry
 from .probing_labels import SPLITS, TASKS, ProbeError, build_task, read_corpus, split_indices
-from .probing_table import PAPER, write, markdown, data_summary
+from .probing_table import data_summary, markdown, write
 from .probing_train import MLP, collate, fit, pool, shuffled_chunks
 
 # Set-up 2's rows: the paper's four (Table 5 rows 5-8), then every other registered system
