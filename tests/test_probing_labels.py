@@ -140,3 +140,28 @@ def test_task_with_one_class_is_one_line(tmp_path, capsys):
     assert code == 2
     assert last.startswith(f"mgsa-probe: error: {trees}: task Voice has one class ('active') in all ")
     assert not (tmp_path / "o").exists()
+
+
+def test_grammar_gives_every_task_two_classes(tmp_path):
+    from mgsa_preprocess.synthetic import write_corpus
+
+    write_corpus(str(tmp_path), (("train", 300),), seed=3)
+    sentences = read_corpus(str(tmp_path / "train.src.tree"), str(tmp_path / "train.src"))
+    splits = split_indices(len(sentences), 1)
+    classes = {t: build_task(t, sentences, splits, "g").classes for t in ("voice", "tense", "tss", "spc", "pos")}
+    assert classes["voice"] == ["active", "passive"] and classes["tense"] == ["non-past", "past"]
+    assert {"NP VP .", "PP , NP VP .", "ADVP NP VP ."} <= set(classes["tss"])
+    assert {"VBD", "VBZ", "VBN"} <= set(classes["pos"])
+
+
+def test_passive_translation_is_verb_final_in_both_vps():
+    from mgsa_preprocess.synthetic import Node, translate
+
+    np_ = Node("NP", [Node("DT", "the"), Node("NN", "dog")])
+    agent = Node("PP", [Node("IN", "by"), Node("NP", [Node("NNP", "Anna")])])
+    pp = Node("PP", [Node("IN", "with"), Node("NP", [Node("DT", "a"), Node("NN", "book")])])
+    vp = Node("VP", [Node("VBZ", "is"), Node("VP", [Node("VBN", "seen"), agent, pp])])
+    tree = Node("S", [Node("PP", [Node("IN", "near"), Node("NP", [Node("DT", "a"), Node("NN", "hill")])]),
+                      Node(",", ","), np_, vp, Node(".", ".")])
+    # clause-level PP keeps its place and takes the VP word; inner VP: by-PP, PP, participle; then "is"
+    assert " ".join(translate(tree)) == "apud en monto , da hundo far Ana kun en libro vidita estas ."
