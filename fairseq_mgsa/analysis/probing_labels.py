@@ -3,7 +3,8 @@
 Tasks (Shi, Padhi & Knight 2016; definitions of PEERS.md 6.4), coarse to fine:
 
     Voice  sentence  active / passive: passive iff the main clause's verb group holds a form of
-                     "be" or "get" whose VP complement is headed by VBN
+                     "be" or "get" whose VP complement is headed by VBN; no label when the top
+                     constituent has no VP child (fragments, coordinated clauses)
     Tense  sentence  past / non-past of the first finite verb of the top-level VP (VBD -> past;
                      VBZ, VBP, MD -> non-past); no label when there is no finite main verb
     TSS    sentence  the labels of the top constituent's children ("NP VP ."); the 19 most
