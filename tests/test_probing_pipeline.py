@@ -77,7 +77,7 @@ def test_probe_end_to_end(trained, tmp_path, capsys):
     assert [r["name"] for r in result["rows"]["pretrained"]] == ["syn"]
     assert [r["name"] for r in result["rows"]["scratch"]] == ["transformer", "mgsa_syntactic_plain"]
     assert result["rows"]["pretrained"][0]["syntactic"] and result["rows"]["scratch"][1]["syntactic"]
-    rows = result["rows"]["pretrained"] + result["rows"]["scratch"] + [result["control"]]
+    rows = result["rows"]["pretrained"] + result["rows"]["scratch"] + [result["control"], result["control_encoder"]]
     for row in rows:
         assert set(row["test"]) == {"tense", "tss", "pos"}
         assert all(0 <= v <= 100 for v in row["test"].values())
@@ -93,6 +93,19 @@ def test_probe_end_to_end(trained, tmp_path, capsys):
     # the control sits right under every syntactic row
     for label in ("syn", "Syntactic Phrase (MG-SA syntactic, no interaction)"):
         k = next(i for i, line in enumerate(lines) if f"| {label} |" in line)
-        assert "control: partition only" in lines[k + 1]
+        assert "control: partition only, MLP on the boundaries" in lines[k + 1]
+        assert "control: partition only, syntactic encoder" in lines[k + 2]
     assert "not comparable in absolute terms" in table and "| 8 | Syntactic Phrase + Interaction | 86.45" in table
     assert "| TSS |" in capsys.readouterr().out
+
+
+def test_boundary_features_by_hand(tmp_path):
+    from fairseq_mgsa.analysis.probing_control import MAX_PHRASES, boundary_features
+
+    trees = tmp_path / "t.tree"
+    trees.write_text("(ROOT (S (NP (DT The) (NN dog)) (VP (VBD saw) (NP (NNP Anna))) (. .)))\n")
+    sentences, words = boundary_features(read_corpus(str(trees)), 2)
+    pad = MAX_PHRASES - 3, MAX_PHRASES - 5
+    assert sentences[0].tolist() == [3, 2, 2, 1] + [0] * pad[0] + [5, 1, 1, 1, 1, 1] + [0] * pad[1]
+    # "saw": position 2 of 5; level 1: in VP (length 2, offset 0, starts it, phrase 1 of 3); level 2: VBD alone
+    assert words[0][2].tolist() == [2, 5, 2, 0, 1, 0, 1, 3, 1, 0, 1, 1, 2, 5]

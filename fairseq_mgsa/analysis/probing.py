@@ -10,8 +10,9 @@ the frozen encoder of a trained checkpoint of any system, its top-layer states p
 (mean over the sentence; mean over a word's subwords), and an MLP with early stopping on
 valid. Set-up 2 (--scratch-systems): a 3-layer encoder of each registered system trained
 with the MLP from scratch on word-level input; syntactic systems get phrase boundaries
-only. The control (syntactic encoder + ON-LSTM, from scratch, every word replaced by
-<unk>) shows what the partition alone gives away. Writes OUT/probing.md and .json.
+only. Two controls show what the partition alone gives away (probing_control.py): an
+MLP on the top levels' boundaries, and the syntactic encoder (+ ON-LSTM) trained from
+scratch with every word replaced by <unk>. Writes OUT/probing.md and .json.
 """
 
 import argparse
@@ -25,8 +26,9 @@ import torch
 import torch.nn as nn
 
 from .. import systems as registry
+from .probing_control import boundary_features
 from .probing_labels import SPLITS, TASKS, ProbeError, build_task, read_corpus, split_indices
-from .probing_table import data_summary, markdown, write
+from .probing_table import CONTROLS, data_summary, markdown, write
 from .probing_train import MLP, collate, fit, pool, shuffled_chunks
 
 # Set-up 2's rows: the paper's four (Table 5 rows 5-8), then every other registered system
@@ -101,8 +103,17 @@ def run_pretrained(name, path, a, corpus, tree_texts, task_data, result):
     frozen = FrozenEncoder(path, a.data, a.bpe, a.bpe_codes, a.bpe_separator)
     items = frozen.items(corpus, tree_texts)
     sent_feats, word_feats = frozen.features(items, a.batch_size, f"[probe] {name}: features")
-    row = {"name": name, "label": name, "checkpoint": path, "syntactic": bool(frozen.levels), "test": {}, "valid": {},
-           "epochs": {}, "unknown_token_rate": round(frozen.unknown / max(1, frozen.total), 4)}
+    row = {"name": name, "label": name, "checkpoint": path, "syntactic": bool(frozen.levels),
+           "unknown_token_rate": round(frozen.unknown / max(1, frozen.total), 4)}
+    row.update(mlp_on_features(sent_feats, word_feats, a, task_data, name))
+    row["seconds"] = round(time.time() - t0, 1)
+    result["rows"].setdefault("pretrained", []).append(row)
+    return row
+
+
+def mlp_on_features(sent_feats, word_feats, a, task_data, name) -> dict:
+    """An MLP per task on fixed features (sentence: N x C; word: per sentence W_i x C)."""
+    row = {"test": {}, "valid": {}, "epochs": {}}
     for t, data in task_data.items():
         xs, ys = {}, {}
         for s in SPLITS:
@@ -122,8 +133,6 @@ def run_pretrained(name, path, a, corpus, tree_texts, task_data, result):
         r = fit(mlp, lambda b: (mlp(b[0]), b[1]), lambda e: chunks("train", a.seed * 1000 + e), chunks("valid"),
                 chunks("test"), a.epochs, a.patience, a.lr, f"[probe] {name} {t}")
         row["test"][t], row["valid"][t], row["epochs"][t] = r.test, r.valid, r.epochs
-    row["seconds"] = round(time.time() - t0, 1)
-    result["rows"].setdefault("pretrained", []).append(row)
     return row
 
 
@@ -209,8 +218,13 @@ def probe(a):
             result["rows"].setdefault("scratch", []).append(run_scratch(key, a, corpus, splits, task_data, workdir))
         syntactic = any(r["syntactic"] for rows in result["rows"].values() for r in rows)
         if syntactic and not a.no_control:
-            result["control"] = run_scratch(CONTROL_SYSTEM, a, corpus, splits, task_data, workdir, blind=True)
-            result["control"]["label"] = "partition only (control)"
+            t0 = time.time()
+            sent_feats, word_feats = boundary_features(corpus, a.levels)
+            result["control"] = dict(mlp_on_features(sent_feats, word_feats, a, task_data, "control (boundaries)"),
+                                     name="boundaries", label=CONTROLS["boundaries"], levels=a.levels,
+                                     seconds=round(time.time() - t0, 1))
+            result["control_encoder"] = dict(run_scratch(CONTROL_SYSTEM, a, corpus, splits, task_data, workdir,
+                                                         blind=True), label=CONTROLS["encoder"])
     result["minutes"] = round((time.time() - t_start) / 60, 2)
     paths = write(result, a.out)
     print(markdown(result), flush=True)

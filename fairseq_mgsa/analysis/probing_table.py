@@ -21,7 +21,8 @@ PAPER = {
 }
 PAPER_TASKS = ("voice", "tense", "tss", "spc", "pos")
 SETUPS = {"pretrained": "pre-trained NMT encoder (frozen) + MLP", "scratch": "trained from scratch (3 layers) + MLP"}
-CONTROL = "control: partition only (no words)"
+CONTROLS = {"boundaries": "control: partition only, MLP on the boundaries",
+            "encoder": "control: partition only, syntactic encoder on <unk> words"}
 
 
 def _cells(scores: Dict[str, Optional[float]], tasks: List[str]) -> List[str]:
@@ -46,8 +47,10 @@ def markdown(result: dict) -> str:
         for row in rows:
             n += 1
             lines.append(f"| {n} | {row['label']} | " + " | ".join(_cells(row["test"], tasks)) + " |")
-            if row.get("syntactic") and result.get("control"):
-                lines.append(f"| | ↳ {CONTROL} | " + " | ".join(_cells(result["control"]["test"], tasks)) + " |")
+            for key in ("control", "control_encoder"):
+                if row.get("syntactic") and result.get(key):
+                    lines.append(f"| | ↳ {result[key]['label']} | " + " | ".join(_cells(result[key]["test"], tasks))
+                                 + " |")
     lines += ["", "The paper's Table 5 (other data: Toronto Book Corpus, 120K sentences per task, Stanford parser "
               "trees; not comparable in absolute terms):", ""]
     paper_head = ["#", "model"] + [TASK_NAMES[t] for t in PAPER_TASKS] + ["Avg"]
