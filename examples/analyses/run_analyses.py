@@ -105,14 +105,14 @@ def main(argv=None):
     print("[analyses] 4/4 mgsa-probe: set-up 1 (frozen NMT encoders), set-up 2 (from scratch), control", flush=True)
     probe = [sys.executable, "-m", "fairseq_mgsa.analysis.probing", "--trees", os.path.join(probe_raw, "probe.src.tree"),
              "--text", os.path.join(probe_raw, "probe.src"), "--out", os.path.join(out, "probing"),
-             "--seed", a.seed, "--epochs", a.epochs, "--scratch-epochs", a.scratch_epochs, "--threads", "2"]
+             "--seed", a.seed, "--epochs", a.epochs, "--scratch-epochs", a.scratch_epochs, "--threads", "1"]
     for (label, _, _), path in zip(NMT_MODELS, checkpoints):
         probe += ["--checkpoint", f"{label}={path}"]
     if a.scratch_systems:
         probe += ["--scratch-systems", a.scratch_systems]
     # on the terminal, not in a log: its progress bars are this step's progress
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])),
-               OMP_NUM_THREADS="2")
+               OMP_NUM_THREADS="1")
     if subprocess.run([str(c) for c in probe], env=env).returncode != 0:
         raise demo.CommandFailed("mgsa-probe failed (its message is above)")
     timings["probing_minutes"] = round((time.time() - t0) / 60, 1)

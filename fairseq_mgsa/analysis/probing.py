@@ -67,7 +67,9 @@ def parse_args(argv):
     p.add_argument("--epochs", type=int, default=30, help="set-up 1: MLP epochs at most")
     p.add_argument("--scratch-epochs", type=int, default=10, help="set-up 2 and control: epochs at most")
     p.add_argument("--patience", type=int, default=3, help="epochs without a better valid accuracy before stopping")
-    p.add_argument("--batch-size", type=int, default=64, help="sentences (words for word tasks in set-up 1)")
+    p.add_argument("--batch-size", type=int, default=64, help="sentences per batch")
+    p.add_argument("--word-batch-size", type=int, default=512,
+                   help="words per batch of the MLP on fixed features (set-up 1, boundary control), word tasks")
     p.add_argument("--hidden", type=int, default=128, help="MLP hidden units")
     p.add_argument("--dropout", type=float, default=0.1)
     p.add_argument("--lr", type=float, default=1e-3)
@@ -124,10 +126,11 @@ def mlp_on_features(sent_feats, word_feats, a, task_data, name) -> dict:
                 xs[s], ys[s] = sent_feats[data.ids[s]], torch.tensor(data.labels[s], dtype=torch.long)
         torch.manual_seed(a.seed)
         mlp = MLP(xs["train"].size(1), len(data.classes), a.hidden, a.dropout)
+        size = a.word_batch_size if data.word_level else a.batch_size
 
         def chunks(s, seed=None):
-            order = shuffled_chunks(len(ys[s]), a.batch_size, seed) if seed is not None else \
-                torch.arange(len(ys[s])).split(a.batch_size * 8)
+            order = (shuffled_chunks(len(ys[s]), size, seed) if seed is not None  # train, reshuffled per epoch
+                     else torch.arange(len(ys[s])).split(4096))
             return [(xs[s][i], ys[s][i]) for i in order]
 
         r = fit(mlp, lambda b: (mlp(b[0]), b[1]), lambda e: chunks("train", a.seed * 1000 + e), chunks("valid"),
@@ -203,7 +206,8 @@ def probe(a):
     result = {"tasks": a.tasks, "rows": {}, "majority": {}, "labels": {},
               "data": {"trees": a.trees, "text": a.text, "sentences": len(corpus), "split": a.split,
                        "seed": a.seed, "split_sizes": {s: len(v) for s, v in splits.items()}},
-              "settings": {k: getattr(a, k) for k in ("epochs", "scratch_epochs", "patience", "batch_size", "hidden",
+              "settings": {k: getattr(a, k) for k in ("epochs", "scratch_epochs", "patience", "batch_size",
+                                                      "word_batch_size", "hidden",
                                                       "dropout", "lr", "levels", "threads")}}
     for t, data in task_data.items():
         cls, acc = data.majority()
