@@ -81,6 +81,8 @@ def main(argv=None):
                   "--label-smoothing", "0.1", "--optimizer", "adam", "--adam-betas", "(0.9, 0.98)", "--lr", "1e-3",
                   "--lr-scheduler", "inverse_sqrt", "--warmup-updates", "200", "--dropout", "0.1",
                   "--max-tokens", "2048", "--max-update", a.max_update, "--seed", a.seed,
+                  # the probe reads the last checkpoint: no validation, one save at the end
+                  "--disable-validation", "--save-interval", "1000000",
                   "--save-dir", save, "--no-epoch-checkpoints", "--no-progress-bar", "--log-format", "simple",
                   "--log-interval", "10", "--cpu"], os.path.join(logs, f"train.{RUN_NAMES[k]}.log"),
                  total_updates=a.max_update, desc=f"[analyses] 2/4 train {RUN_NAMES[k]}", position=k % a.jobs,
@@ -103,8 +105,8 @@ def main(argv=None):
 
     t0 = time.time()
     print("[analyses] 4/4 mgsa-probe: set-up 1 (frozen NMT encoders), set-up 2 (from scratch), control", flush=True)
-    probe = [sys.executable, "-m", "fairseq_mgsa.analysis.probing", "--trees", os.path.join(probe_raw, "probe.src.tree"),
-             "--text", os.path.join(probe_raw, "probe.src"), "--out", os.path.join(out, "probing"),
+    probe = [sys.executable, "-m", "fairseq_mgsa.analysis.probing",
+             "--trees", os.path.join(probe_raw, "probe.src.tree"), "--text", os.path.join(probe_raw, "probe.src"), "--out", os.path.join(out, "probing"),
              "--seed", a.seed, "--epochs", a.epochs, "--scratch-epochs", a.scratch_epochs, "--threads", "1"]
     for (label, _, _), path in zip(NMT_MODELS, checkpoints):
         probe += ["--checkpoint", f"{label}={path}"]
