@@ -105,7 +105,8 @@ class FitResult:
 def fit(model: nn.Module, step: Callable, train: Callable[[int], Iterable], valid: List, test: List,
         epochs: int, patience: int, lr: float, desc: str) -> FitResult:
     """Train `model` (step(batch) -> logits, targets) with Adam; keep the weights of the
-    epoch with the best validation accuracy; stop after `patience` epochs without a gain.
+    epoch with the best validation accuracy; stop after `patience` epochs without a gain
+    (or at 100% on valid).
     train(epoch) gives the epoch's (shuffled) batches."""
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.Adam(params, lr=lr)
@@ -125,6 +126,8 @@ def fit(model: nn.Module, step: Callable, train: Callable[[int], Iterable], vali
         if acc > best:
             best, best_epoch, stale = acc, epoch, 0
             best_state = copy.deepcopy(model.state_dict())
+            if best >= 100.0:  # nothing left to gain on valid
+                break
         else:
             stale += 1
             if stale >= patience:
