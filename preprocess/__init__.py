@@ -8,6 +8,8 @@ The steps, one module each, in data-flow order:
 * ``partition`` the top-K levels of a tree as word spans with tags
 * ``align``     words <-> subword pieces of a source line
 * ``binarize``  phrase files in fairseq's indexed-dataset format and the tag dictionary
+* ``word_alignments`` --align-suffix / --alignfile files: checked, mapped to subwords with BPE, binarized
+* ``fairseq_options`` fairseq-preprocess's options: refused before work, or carried through
 * ``report``    what was read, written, normalised or repaired
 * ``cli``       the ``mgsa-preprocess`` console command
 """

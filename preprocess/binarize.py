@@ -328,17 +328,20 @@ def _tree_line(path: str, n: int) -> int:
     raise ValueError(f"{path} has fewer than {n} trees")
 
 
-def write_split(job: PhraseJob, out_prefix: str, report: SplitReport, tags: TagTable,
+def write_split(job: PhraseJob, out_prefix: Optional[str], report: SplitReport, tags: TagTable,
                 workers: int = 1, progress: bool = True, is_train: bool = False,
                 chunk_size: int = CHUNK_SIZE) -> dict:
     """Write the phrase files of one split (as ``*.partial``); return what ``commit_split`` needs.
 
+    With ``out_prefix`` None nothing is written: the trees are checked and the
+    tags counted (``--dict-only`` builds the tag dictionary this way).
     On any error the partial files are removed and the error propagates.
     """
     from .progress import bar as progress_bar
 
     total = check_counts(job)
-    writers = [PhraseFileWriter(phrase_prefix(out_prefix, k + 1)) for k in range(job.levels)]
+    levels = 0 if out_prefix is None else job.levels
+    writers = [PhraseFileWriter(phrase_prefix(out_prefix, k + 1)) for k in range(levels)]
     ntok = []
     try:
         with progress_bar(total=total, desc=f"phrases {report.name}", unit="sent", disable=not progress) as bar:

@@ -8,10 +8,10 @@ tag dictionary and report. Phrase files are only put in place once everything
 has passed, so a failed run never leaves phrase files that look complete.
 """
 
-import copy
 import os
 import shutil
 import sys
+import tempfile
 
 from .errors import PreprocessError
 from .progress import end_line
@@ -119,21 +119,42 @@ def _make_parser(args):
                         download=args.stanza_download, model_dir=args.stanza_dir, batch_size=args.parser_batch_size)
 
 
+def _alignment_files(args, splits):
+    """``--align-suffix``: ``({split: alignment file}, [splits without one])``; an error if no split has one.
+
+    fairseq binarizes the files it finds and passes over the others without a word;
+    here the splits without one are printed and listed in the report.
+    """
+    if not args.align_suffix or args.dict_only:  # fairseq's --dict-only writes no alignments either
+        return {}, []
+    found, missing = {}, []
+    for name, pref in splits:
+        path = f"{pref}.{args.align_suffix}"
+        if os.path.isfile(path):
+            found[name] = path
+        else:
+            missing.append(name)
+    if not found:
+        looked = ", ".join(f"{pref}.{args.align_suffix}" for _, pref in splits)
+        raise PreprocessError(f"--align-suffix {args.align_suffix}: no alignment file for any split (looked for "
+                              f"{looked})")
+    return found, missing
+
+
 def run(args) -> dict:
-    """Everything ``mgsa-preprocess`` does; returns the report (or the shard summary)."""
+    """Everything ``mgsa-preprocess`` does; returns the report (or the shard or --dict-only summary)."""
     # fairseq is imported here, not at module level, so that importing the CLI stays cheap
-    from fairseq.data import Dictionary
     from fairseq_cli import preprocess as fairseq_preprocess
 
-    from . import parse
-    from .binarize import PhraseJob, TagTable, commit_split, discard_split, verify_token_counts, write_split
+    from . import fairseq_options, parse, word_alignments
     from .bpe import apply_bpe
-    from .report import SplitReport, write_report
 
     _check_args(args)
+    fairseq_options.check(args)
     src, tgt = args.source_lang, args.target_lang
     target = not args.only_source
-    splits = _splits(args)
+    # --dict-only: the dictionaries come from train alone (fairseq's too)
+    splits = [s for s in _splits(args) if s[0] == "train"] if args.dict_only else _splits(args)
     progress = not args.no_progress_bar
     for name, pref in splits:
         _need_file(f"{pref}.{src}", "source text")
@@ -143,9 +164,13 @@ def run(args) -> dict:
             _need_file(f"{pref}.{src}.{args.trees_suffix.lstrip('.')}", "tree file")
     for path, what in ((args.bpe_codes, "BPE codes"), (args.tgt_bpe_codes, "target BPE codes"),
                        (args.tagdict, "tag dictionary"), (args.srcdict, "source dictionary"),
-                       (args.tgtdict, "target dictionary")):
+                       (args.tgtdict, "target dictionary"), (args.alignfile, "alignment file (--alignfile)")):
         if path:
             _need_file(path, what)
+    align_files, align_missing = _alignment_files(args, splits)
+    workdir = args.workdir or os.path.join(args.destdir, "bpe")
+    if args.bpe_codes:
+        fairseq_options.check_workdir(args, splits, workdir)
     os.makedirs(args.destdir, exist_ok=True)
 
     # Words for the parser: the original text with --bpe-codes, else the segmented text's words.
@@ -163,29 +188,68 @@ def run(args) -> dict:
             print(f"[{name}] shard {args.shard_id} of {args.num_shards}: {n} trees -> {path}")
         return {"shard_id": args.shard_id, "num_shards": args.num_shards, "splits": shards}
 
-    # fairseq-preprocess refuses to overwrite dictionaries: say so before hours of work.
-    tag_dict_path = os.path.join(args.destdir, f"dict.{src}.tags.txt")
-    existing = [(fairseq_preprocess._dict_path(src, args.destdir), args.srcdict),
-                (fairseq_preprocess._dict_path(tgt, args.destdir), args.tgtdict or not target),
-                (tag_dict_path, args.tagdict)]
-    for path, given in existing:
-        if not given and os.path.exists(path):
-            raise PreprocessError("already exists and would be rebuilt: use a fresh --destdir, or pass the "
-                                  "dictionary (--srcdict/--tgtdict/--tagdict)", path)
-    if not args.trainpref and not args.tagdict:
-        raise PreprocessError("without --trainpref there is no split to build the tag dictionary from: pass --tagdict")
+    fairseq_options.check_existing_dictionaries(args)
+    tag_dict_path = fairseq_options.tag_dict_path(args.destdir, src)
+    dict_paths = [fairseq_preprocess._dict_path(src, args.destdir), tag_dict_path]
+    if target:
+        dict_paths.insert(1, fairseq_preprocess._dict_path(tgt, args.destdir))
+    new_dicts = [p for p in dict_paths if not os.path.exists(p)]  # removed again if the run fails
 
-    # 1. BPE
+    # 0. Alignment files, checked against the text before the long work: {name: (user's file, user's prefix)}
+    alignments = {name: (path, dict(splits)[name]) for name, path in align_files.items()}
+    if args.alignfile and not args.dict_only:
+        alignments["alignfile"] = (args.alignfile, args.trainpref)
+    align_stats = {}
+    for name, (path, pref) in alignments.items():
+        job = word_alignments.AlignJob(path, f"{pref}.{src}", f"{pref}.{tgt}")
+        align_stats[name] = word_alignments.convert(job, workers=args.workers, progress=progress,
+                                                    desc=f"check {os.path.basename(path)}")
+
+    # 1. BPE (with --dict-only into a folder removed at the end, unless --workdir names one)
+    scratch = None
+    if args.bpe_codes and args.dict_only and not args.workdir:
+        scratch = workdir = tempfile.mkdtemp(prefix=".bpe-dict-only-", dir=args.destdir)
     seg_prefix = {name: pref for name, pref in splits}
-    if args.bpe_codes:
-        workdir = args.workdir or os.path.join(args.destdir, "bpe")
-        for name, pref in splits:
-            apply_bpe(args.bpe_codes, f"{pref}.{src}", os.path.join(workdir, f"{name}.{src}"),
-                      args.bpe_separator, args.workers, progress)
-            if target:
-                apply_bpe(args.tgt_bpe_codes or args.bpe_codes, f"{pref}.{tgt}", os.path.join(workdir, f"{name}.{tgt}"),
+    binarize_from = {name: path for name, (path, _) in alignments.items()}
+    try:
+        if args.bpe_codes:
+            for name, pref in splits:
+                apply_bpe(args.bpe_codes, f"{pref}.{src}", os.path.join(workdir, f"{name}.{src}"),
                           args.bpe_separator, args.workers, progress)
-            seg_prefix[name] = os.path.join(workdir, name)
+                if target:
+                    apply_bpe(args.tgt_bpe_codes or args.bpe_codes, f"{pref}.{tgt}",
+                              os.path.join(workdir, f"{name}.{tgt}"), args.bpe_separator, args.workers, progress)
+                seg_prefix[name] = os.path.join(workdir, name)
+            # word alignments -> subword alignments of the segmented text that fairseq binarizes
+            for name, (path, pref) in alignments.items():
+                seg = seg_prefix["train" if name == "alignfile" else name]
+                out = seg + (f".{src}-{tgt}.alignfile" if name == "alignfile" else f".{args.align_suffix}")
+                job = word_alignments.AlignJob(path, f"{pref}.{src}", f"{pref}.{tgt}", f"{seg}.{src}", f"{seg}.{tgt}",
+                                               args.bpe_separator)
+                align_stats[name] = word_alignments.convert(job, out, args.workers, progress,
+                                                           desc=f"subword {os.path.basename(path)}")
+                binarize_from[name] = out
+        alignfile = binarize_from.pop("alignfile", None)
+        result = _trees_phrases_fairseq(args, splits, seg_prefix, parse_kwargs, new_dicts, alignfile, binarize_from,
+                                        {"files": align_stats, "missing": align_missing})
+    finally:
+        if scratch:
+            shutil.rmtree(scratch, ignore_errors=True)
+    return result
+
+
+def _trees_phrases_fairseq(args, splits, seg_prefix, parse_kwargs, new_dicts, alignfile, align_from, alignments):
+    """Trees, phrase files, fairseq-preprocess, alignments, checks, tag dictionary and report."""
+    from fairseq.data import Dictionary
+    from fairseq_cli import preprocess as fairseq_preprocess
+
+    from . import fairseq_options, parse, word_alignments
+    from .binarize import PhraseJob, TagTable, commit_split, discard_split, verify_token_counts, write_split
+    from .report import SplitReport, write_report
+
+    src, tgt = args.source_lang, args.target_lang
+    progress = not args.no_progress_bar
+    tag_dict_path = fairseq_options.tag_dict_path(args.destdir, src)
 
     # 2. Trees
     trees = {}
@@ -201,7 +265,8 @@ def run(args) -> dict:
             parse.parse_lines(parser, f"{pref}.{src}", trees[name], desc=f"parse {name} ({parser.device})",
                               **parse_kwargs)
 
-    # 3. Phrase files (train first: it defines the tag dictionary), 4. fairseq-preprocess, 5. checks
+    # 3. Phrase files (train first: it defines the tag dictionary; --dict-only: counted, not written),
+    # 4. fairseq-preprocess and the alignments, 5. checks
     tags = TagTable(Dictionary.load(args.tagdict) if args.tagdict else None)
     style = "bpe" if args.bpe_codes else args.subword_style
     reports, written = {}, {}
@@ -212,28 +277,33 @@ def run(args) -> dict:
                             style=style, separator=args.bpe_separator, lenient=args.lenient,
                             text_path=f"{pref_of[name]}.{src}", parsed=not args.trees_suffix)
             reports[name] = SplitReport(name, args.levels, job.src_path, job.tree_path)
-            out_prefix = fairseq_preprocess.dataset_dest_prefix(args, name, src)
+            out_prefix = None if args.dict_only else fairseq_preprocess.dataset_dest_prefix(args, name, src)
             written[name] = write_split(job, out_prefix, reports[name], tags, args.workers, progress,
                                         is_train=(name == "train"))
 
-        fargs = copy.copy(args)
-        if args.bpe_codes:
-            for key, prefix_name in (("trainpref", "train"), ("validpref", "valid"), ("testpref", "test")):
-                if getattr(args, key):
-                    names = [n for n, _ in splits if n.rstrip("0123456789") == prefix_name]
-                    setattr(fargs, key, ",".join(seg_prefix[n] for n in names))
+        fargs = fairseq_options.fairseq_args(args, seg_prefix, alignfile)
         try:
             fairseq_preprocess.main(fargs)
+            for name, path in align_from.items():
+                alignments["files"][name]["output"] = word_alignments.binarize(path, name, fargs)
+            if alignfile:
+                alignments["files"]["alignfile"]["output"] = os.path.join(args.destdir,
+                                                                          f"alignment.{src}-{tgt}.txt")
         except (AssertionError, FileExistsError, FileNotFoundError, OSError) as e:
             raise PreprocessError(f"fairseq-preprocess failed: {type(e).__name__}: {e}") from None
 
-        for name, _ in splits:
-            verify_token_counts(fairseq_preprocess.dataset_dest_prefix(args, name, src), written[name])
+        if not args.dict_only:
+            for name, _ in splits:
+                verify_token_counts(fairseq_preprocess.dataset_dest_prefix(args, name, src), written[name])
         for name in written:
             commit_split(written[name])
     except BaseException:
         for w in written.values():
             discard_split(w)
+        # a dictionary left behind would make the same command refuse the --destdir next time
+        for path in new_dicts:
+            if os.path.exists(path):
+                os.remove(path)
         raise
 
     if args.tagdict:
@@ -241,6 +311,10 @@ def run(args) -> dict:
             shutil.copyfile(args.tagdict, tag_dict_path)
     else:
         tags.dictionary.save(tag_dict_path)
+    if args.dict_only:
+        return _dict_only_summary(args, tags)
+    for name in alignments["missing"]:
+        print(f"[{name}] no alignment file {pref_of[name]}.{args.align_suffix}: no alignments for this split")
     report = {
         "destdir": args.destdir,
         "source_lang": src,
@@ -254,9 +328,33 @@ def run(args) -> dict:
         "tag_symbols": list(tags.dictionary.symbols),
         "lenient": args.lenient,
         "splits": {name: r.as_dict() for name, r in reports.items()},
+        "alignments": alignments,
     }
     print(write_report(report, args.destdir), end="")
     return report
+
+
+def _dict_only_summary(args, tags) -> dict:
+    """What --dict-only wrote, and the options that binarize with it."""
+    from fairseq.data import Dictionary
+
+    from . import fairseq_options
+
+    src, tgt, dest = args.source_lang, args.target_lang, args.destdir
+    paths = {"--srcdict": fairseq_options.dict_path(dest, src)}
+    if not args.only_source:
+        paths["--tgtdict"] = fairseq_options.dict_path(dest, tgt)
+    sizes = {option: f"{len(Dictionary.load(path))} types" for option, path in paths.items()}  # fairseq's count
+    paths["--tagdict"] = fairseq_options.tag_dict_path(dest, src)
+    sizes["--tagdict"] = f"{len(tags.dictionary) - tags.dictionary.nspecial} tags"
+    print("mgsa-preprocess --dict-only: wrote " + ", ".join(f"{paths[o]} ({sizes[o]})" for o in paths))
+    reuse = dict(paths)
+    if args.joined_dictionary:
+        reuse.pop("--tgtdict", None)  # fairseq takes the joined dictionary once
+    print("binarize with them: the same command without --dict-only, plus "
+          + " ".join(f"{o} {p}" for o, p in reuse.items()))
+    return {"dict_only": True, "dictionaries": paths, "symbols": sizes,
+            "tags": len(tags.dictionary) - tags.dictionary.nspecial}
 
 
 def main(argv=None):

@@ -81,6 +81,13 @@ def format_text(report: Dict) -> str:
         if s["unseen_tags"]:
             out.append("  tags not in the train dictionary (written as <unk>): "
                        + ", ".join(f"{t} {c}" for t, c in s["unseen_tags"].items()))
+    alignments = report.get("alignments") or {}
+    for name, a in alignments.get("files", {}).items():
+        mapped = "" if a["subword_links"] is None else f" -> {a['subword_links']} subword links"
+        out.append(f"alignments [{name}] {a['file']}: {a['lines']} lines, {a['word_links']} links{mapped}"
+                   + (f" -> {a['output']}" if a.get("output") else ""))
+    for name in alignments.get("missing", []):
+        out.append(f"alignments [{name}]: no file, none written")
     return "\n".join(out) + "\n"
 
 

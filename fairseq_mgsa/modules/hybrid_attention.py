@@ -170,10 +170,14 @@ class HybridMultiheadAttention(MultiheadAttention):
         heads, head_dim = self.num_heads, self.head_dim
 
         outputs, weights = [], None
+        # for attention maps (fairseq_mgsa/analysis): every branch's probabilities, B*H x T x S
+        branch_weights = [] if getattr(self, "keep_branch_weights", False) else None
         for branch, (mask, allowed) in zip(self.branches, self.branch_masks(tgt_len, src_len, logits)):
             scores = logits if mask is None else logits + mask  # M_i broadcast over B*H
             probs_float = utils.softmax(scores, dim=-1, onnx_trace=self.onnx_trace)
             probs = self.dropout_module(probs_float.type_as(logits))
+            if branch_weights is not None:
+                branch_weights.append(probs_float)
             o = torch.bmm(probs, v)  # B*H x T x d_k
             if self.exclude_self and branch.kind in ("forward", "backward"):
                 # the strict masks leave the first (forward) / last (backward) token with no
@@ -187,6 +191,8 @@ class HybridMultiheadAttention(MultiheadAttention):
             if (need_weights or need_head_weights) and (weights is None or branch.kind == "global"):
                 weights = probs_float
         attn = self.out_proj(self.fusion(outputs))  # T x B x C
+        if branch_weights is not None:
+            self.branch_weights = branch_weights
 
         if not (need_weights or need_head_weights):
             return attn, None

@@ -18,6 +18,14 @@ and values come from the groups' row blocks of W_K and W_V: one product for the 
 groups, one batched product for the phrase groups. Those blocks are read from the weights
 directly, so with quantization noise (--quant-noise-pq, a forward pre-hook of fairseq's)
 k_proj and v_proj are also called, on an empty batch, for their hooks to run.
+
+Attention weights follow fairseq's need_weights / need_head_weights convention; asked for
+them, the module computes the same attention with its softmax probabilities in the open
+(scaled_dot_product_attention does not return them) and returns them as a third output:
+need_head_weights gives H x B x T x T over each head's own memory slots (tokens for word
+heads, the phrases of its granularity for phrase heads, P <= T slots then zero); need_weights
+alone gives B x T x T over tokens, averaged over heads, each phrase's probability shared
+evenly by its tokens. The default path (no weights) is unchanged.
 """
 
 from typing import Dict, List, Optional, Tuple
@@ -99,11 +107,14 @@ class MultiGranularitySelfAttention(MultiheadAttention):
         query: Tensor,
         key_padding_mask: Optional[Tensor],
         partitions: Dict[str, Partition],
-    ) -> Tuple[Tensor, Dict[str, Tuple[Tensor, Partition]]]:
+        need_weights: bool = False,
+        need_head_weights: bool = False,
+    ):
         """query: T x B x C; key_padding_mask: B x T (True at padding) or None.
 
         Returns the output (T x B x C) and, for every phrase granularity, the composed
-        phrases G (B x P x C) with their partition, for phrase-tag supervision.
+        phrases G (B x P x C) with their partition, for phrase-tag supervision; with
+        need_weights or need_head_weights, also the attention weights (module docstring).
         """
         T, B, C = query.shape
         hpg, d = self.heads_per_granularity, self.head_dim
@@ -151,9 +162,43 @@ class MultiGranularitySelfAttention(MultiheadAttention):
                 keep = keep.index_select(1, self.group_order)
             mask = (keep if hpg == 1 else keep.repeat_interleave(hpg, dim=1)).unsqueeze(2)
         dropout_p = self.dropout_module.p if self.training else 0.0
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)  # B x H x T x d
+        if need_weights or need_head_weights:
+            out, probs = self.attend_with_weights(q, k, v, mask)  # B x H x T x d, B x H x T x T
+        else:
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)  # B x H x T x d
         out = out.transpose(1, 2).reshape(B, T, C)  # B x T x C
-        return self.out_proj(out).transpose(0, 1), composed
+        out = self.out_proj(out).transpose(0, 1)
+        if not (need_weights or need_head_weights):
+            return out, composed
+        if need_head_weights:
+            return out, composed, probs.transpose(0, 1)  # H x B x T x T (slots)
+        return out, composed, self.token_weights(probs, partitions).mean(dim=1)  # B x T x T
+
+    def attend_with_weights(self, q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor]):
+        """What scaled_dot_product_attention computes, with the probabilities kept:
+        softmax(Q K^T / sqrt(d_h)) V per head, each head masked to its memory."""
+        scores = torch.matmul(q, k.transpose(-1, -2)) * self.head_dim ** -0.5  # B x H x T x T
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        probs = torch.softmax(scores.float(), dim=-1).type_as(q)
+        return torch.matmul(self.dropout_module(probs), v), probs
+
+    def token_weights(self, probs: Tensor, partitions: Dict[str, Partition]) -> Tensor:
+        """B x H x T x T over tokens: a phrase head's probability of phrase m is shared
+        evenly by the tokens of phrase m (word heads unchanged)."""
+        B, H, T, _ = probs.shape
+        hpg = self.heads_per_granularity
+        out = []
+        for i, g in enumerate(self.granularities):
+            p = probs[:, i * hpg:(i + 1) * hpg]  # B x h x T x T
+            if g != "word":
+                index = partitions[g].phrase_index  # B x T, -1 at padding
+                member = F.one_hot(index.clamp(min=0), T).to(p.dtype) * (index >= 0).unsqueeze(-1).to(p.dtype)
+                size = member.sum(dim=1).clamp(min=1)  # B x T(phrases): tokens per phrase
+                # token j gets p[.., phrase(j)] / |phrase(j)|: B x h x T x P @ B x P x T
+                p = torch.matmul(p / size[:, None, None, :], member.transpose(1, 2).unsqueeze(1))
+            out.append(p)
+        return torch.cat(out, dim=1)
 
     def project_words(self, proj: nn.Linear, x: Tensor) -> Tensor:
         """B x T x Gw x e: the word groups' rows of W_K or W_V on the words."""

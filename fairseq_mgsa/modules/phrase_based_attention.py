@@ -294,6 +294,10 @@ class PhraseBasedAttention(nn.Module):
                 qpad = self.query_padding_mask
                 real_q = ~qpad.bool() if qpad is not None else None
             out, probs = self.combine(x_q, real_q, self.keys_values(x_kv, key_real), attn_mask)
+        if getattr(self, "keep_ngram_weights", False):
+            # for attention maps (fairseq_mgsa/analysis): the softmax over n-grams itself, per
+            # head group B x h x T x (blocks*S), before token_weights spreads it over tokens
+            self.ngram_weights = probs
         weights = None
         if need_weights:
             weights = self.token_weights(probs, key_real).transpose(0, 1)  # H x B x T x S

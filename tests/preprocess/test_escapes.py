@@ -2,7 +2,7 @@
 schemes produced the form and in whatever order; different plain tokens never do.
 
 The schemes are written here from their definitions, independently of
-``preprocess.trees`` (which only undoes them): Moses' escape-special-chars, PTB's
+``mgsa_preprocess.trees`` (which only undoes them): Moses' escape-special-chars, PTB's
 bracket, quote and slash/star escapes, stanza's tree writer (checked against
 stanza's own ``Tree.__format__`` where stanza is installed) and Moses'
 aggressive hyphen splitting.
