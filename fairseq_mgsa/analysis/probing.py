@@ -66,7 +66,10 @@ def parse_args(argv):
     p.add_argument("--levels", type=int, default=3, help="tree levels of the control's partition")
     p.add_argument("--epochs", type=int, default=30, help="set-up 1: MLP epochs at most")
     p.add_argument("--scratch-epochs", type=int, default=10, help="set-up 2 and control: epochs at most")
-    p.add_argument("--patience", type=int, default=3, help="epochs without a better valid accuracy before stopping")
+    p.add_argument("--patience", type=int, default=10,
+                   help="set-up 1 and the boundary control: epochs without a better valid accuracy before stopping "
+                        "(the MLP alone is cheap; on a small corpus a few epochs do not leave the majority class)")
+    p.add_argument("--scratch-patience", type=int, default=3, help="the same for set-up 2 and the encoder control")
     p.add_argument("--batch-size", type=int, default=64, help="sentences per batch")
     p.add_argument("--word-batch-size", type=int, default=512,
                    help="words per batch of the MLP on fixed features (set-up 1, boundary control), word tasks")
@@ -184,7 +187,7 @@ def run_scratch(key, a, corpus, splits, task_data, workdir, blind=False):
                     for ids in shuffled_chunks(len(data.ids["train"]), a.batch_size, a.seed * 1000 + epoch))
 
         name = "control" if blind else key
-        r = fit(probe, probe, train, fixed("valid"), fixed("test"), a.scratch_epochs, a.patience, a.lr,
+        r = fit(probe, probe, train, fixed("valid"), fixed("test"), a.scratch_epochs, a.scratch_patience, a.lr,
                 f"[probe] {name} {t}")
         row["test"][t], row["valid"][t], row["epochs"][t] = r.test, r.valid, r.epochs
     row["seconds"] = round(time.time() - t0, 1)
@@ -206,7 +209,7 @@ def probe(a):
     result = {"tasks": a.tasks, "rows": {}, "majority": {}, "labels": {},
               "data": {"trees": a.trees, "text": a.text, "sentences": len(corpus), "split": a.split,
                        "seed": a.seed, "split_sizes": {s: len(v) for s, v in splits.items()}},
-              "settings": {k: getattr(a, k) for k in ("epochs", "scratch_epochs", "patience", "batch_size",
+              "settings": {k: getattr(a, k) for k in ("epochs", "scratch_epochs", "patience", "scratch_patience", "batch_size",
                                                       "word_batch_size", "hidden",
                                                       "dropout", "lr", "levels", "threads")}}
     for t, data in task_data.items():
