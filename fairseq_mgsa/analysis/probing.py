@@ -209,9 +209,9 @@ def probe(a):
     result = {"tasks": a.tasks, "rows": {}, "majority": {}, "labels": {},
               "data": {"trees": a.trees, "text": a.text, "sentences": len(corpus), "split": a.split,
                        "seed": a.seed, "split_sizes": {s: len(v) for s, v in splits.items()}},
-              "settings": {k: getattr(a, k) for k in ("epochs", "scratch_epochs", "patience", "scratch_patience", "batch_size",
-                                                      "word_batch_size", "hidden",
-                                                      "dropout", "lr", "levels", "threads")}}
+              "settings": {k: getattr(a, k) for k in ("epochs", "scratch_epochs", "patience", "scratch_patience",
+                                                      "batch_size", "word_batch_size", "hidden", "dropout", "lr",
+                                                      "levels", "threads")}}
     for t, data in task_data.items():
         cls, acc = data.majority()
         result["majority"][t] = acc
