@@ -1,12 +1,16 @@
 # The README's two commands are `make demo` and `make test`; both install first.
 PYTHON ?= python3
 
-.PHONY: install demo test test-slow bench
+.PHONY: install demo analyses test test-slow bench
 install:
 	bash scripts/install.sh
 
 demo: install
 	$(PYTHON) examples/demo/run_demo.py
+
+# attention maps and the probing table (Table 5) on the grammar corpus, under analyses-out/
+analyses: install
+	$(PYTHON) examples/analyses/run_analyses.py
 
 test: install
 	bash scripts/run_tests.sh

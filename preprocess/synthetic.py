@@ -11,6 +11,13 @@ rules that need the constituent structure:
   of it and its preposition takes a different word than a PP attached to the verb
   phrase, although the source string can be the same for both attachments.
 
+A clause may open with a PP and a comma, or an adverb (kept in place). Clauses come in two tenses (past VBD, present VBZ) and two voices, so that the
+probing tasks (fairseq_mgsa/analysis/probing_labels.py) have two classes each. A
+passive clause is a verb group of its own, built for the same rules: the auxiliary
+takes the participle's VP as its complement, and both VPs are verb-final,
+``VP(VBD was, VP(VBN seen, PP(by NP), PP))`` -> ``PP(by)' PP' VBN' VBD'``; the agent's
+"by" is never one of the attachment-ambiguous prepositions.
+
 Run ``python -m mgsa_preprocess.synthetic --out DIR`` to write
 ``{train,valid,test}.{src,tgt}`` and the gold trees ``{split}.src.tree``.
 """
@@ -32,6 +39,16 @@ NOUNS = {
 }
 NAMES = {"Anna": "Ana", "Boris": "Borio", "Clara": "Klara", "David": "Davo"}
 VERBS = {"saw": "vidis", "found": "trovis", "liked": "amis", "watched": "rigardis", "carried": "portis", "met": "renkis"}
+# the same verbs' present (VBZ) and past participle (VBN) forms, keyed by the past form
+PRESENT = {"saw": ("sees", "vidas"), "found": ("finds", "trovas"), "liked": ("likes", "amas"),
+           "watched": ("watches", "rigardas"), "carried": ("carries", "portas"), "met": ("meets", "renkas")}
+PARTICIPLE = {"saw": ("seen", "vidita"), "found": ("found", "trovita"), "liked": ("liked", "amita"),
+              "watched": ("watched", "rigardita"), "carried": ("carried", "portita"), "met": ("met", "renkita")}
+AUXILIARIES = {"was": "estis", "is": "estas"}  # passive "be", past and present
+ADVERBS = {"then": "tiam", "often": "ofte"}  # sentence adverbs, (ADVP (RB then))
+AGENT = ("by", "far")  # the passive's agent preposition, attached to the participle's VP
+PRESENT_RATE, PASSIVE_RATE = 0.4, 0.25
+FRONTED_PP_RATE, ADVERB_RATE = 0.15, 0.1  # clause openers: "near the hill , NP VP ." / "then NP VP ."
 PREPOSITIONS = {  # VP-attached, NP-attached
     "with": ("kun", "kunte"), "near": ("apud", "apude"), "behind": ("post", "poste"), "on": ("sur", "sure"),
 }
@@ -82,13 +99,29 @@ class Grammar:
         return Node("PP", [Node("IN", self.pick(PREPOSITIONS)), self.noun_phrase(depth + 1)])
 
     def verb_phrase(self) -> Node:
-        children = [Node("VBD", self.pick(VERBS)), self.noun_phrase(1)]
+        verb = self.pick(VERBS)
+        present = self.rng.random() < PRESENT_RATE
+        if self.rng.random() < PASSIVE_RATE:  # (VP (VBx was/is) (VP (VBN seen) (PP by NP) [PP]))
+            agent = Node("PP", [Node("IN", AGENT[0]), self.noun_phrase(2)])
+            inner = [Node("VBN", PARTICIPLE[verb][0]), agent]
+            if self.rng.random() < 0.5:
+                inner.append(self.prep_phrase(2))
+            aux = Node("VBZ", "is") if present else Node("VBD", "was")
+            return Node("VP", [aux, Node("VP", inner)])
+        head = Node("VBZ", PRESENT[verb][0]) if present else Node("VBD", verb)
+        children = [head, self.noun_phrase(1)]
         if self.rng.random() < 0.5:
             children.append(self.prep_phrase(1))
         return Node("VP", children)
 
     def sentence(self) -> Node:
-        s = Node("S", [self.noun_phrase(1), self.verb_phrase(), Node(".", ".")])
+        r = self.rng.random()
+        opener = []
+        if r < FRONTED_PP_RATE:  # a clause-level PP: not attached to a noun, so its VP word
+            opener = [self.prep_phrase(2), Node(",", ",")]
+        elif r < FRONTED_PP_RATE + ADVERB_RATE:
+            opener = [Node("ADVP", [Node("RB", self.pick(ADVERBS))])]
+        s = Node("S", opener + [self.noun_phrase(1), self.verb_phrase(), Node(".", ".")])
         return Node("ROOT", [s])
 
 
@@ -96,7 +129,11 @@ def translate(node: Node) -> List[str]:
     """Target words for a subtree, by the reordering rules of the module docstring."""
     if node.is_preterminal:
         w = node.children
-        for table in (DETERMINERS, ADJECTIVES, NOUNS, NAMES, VERBS):
+        if node.label == "VBZ" and w not in AUXILIARIES:
+            return [next(t for s, t in PRESENT.values() if s == w)]
+        if node.label == "VBN":
+            return [next(t for s, t in PARTICIPLE.values() if s == w)]
+        for table in (DETERMINERS, ADJECTIVES, NOUNS, NAMES, VERBS, AUXILIARIES, ADVERBS):
             if w in table:
                 return [table[w]]
         return [w]  # punctuation
@@ -115,6 +152,8 @@ def translate(node: Node) -> List[str]:
 
 def translate_pp(pp: Node, attached_to: str) -> List[str]:
     prep, np = pp.children
+    if prep.children == AGENT[0]:
+        return [AGENT[1]] + translate(np)
     vp_word, np_word = PREPOSITIONS[prep.children]
     return [np_word if attached_to == "NP" else vp_word] + translate(np)
 

@@ -1,0 +1,163 @@
+"""The encoders mgsa-probe reads: a trained checkpoint's, frozen (set-up 1), or a 3-layer
+encoder of a registered system trained from scratch on the probing data (set-up 2).
+
+Both are the NMT models' own encoders: set-up 1 loads the checkpoint with fairseq's
+checkpoint_utils; set-up 2 builds the whole model of a system of fairseq_mgsa/systems.py
+through fairseq's task and architecture registries (the `tiny` size: d 128, ffn 256,
+4 heads, 3 encoder layers) on a word-level vocabulary, and keeps its encoder. Syntactic
+systems get the sentence's tree partition (phrase boundaries); the tag loss is not used.
+"""
+
+import argparse
+import os
+from typing import List, Optional, Sequence, Tuple
+
+import torch
+from fairseq.data import Dictionary
+from mgsa_preprocess.align import split_words
+from mgsa_preprocess.partition import partition
+from mgsa_preprocess.progress import bar
+
+from .. import systems as registry
+from .probing_labels import ProbeError, Sentence
+from .probing_train import Batch, Item, collate
+
+USER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRATCH_LAYERS = 3
+
+
+def syntactic_levels(encoder) -> int:
+    """The deepest tree level an encoder's MG-SA heads read (0: it reads no tree)."""
+    from ..modules.partition import SYNTACTIC
+
+    granularities = getattr(encoder, "phrase_granularities", ())
+    return max((int(m.group(1)) for m in map(SYNTACTIC.match, granularities) if m), default=0)
+
+
+def encode(encoder, batch: Batch) -> Tuple[torch.Tensor, torch.Tensor]:
+    """(top-layer states B x T x C, padding mask B x T) of a batch."""
+    extra = {}
+    if batch.phrase_lengths is not None:
+        extra = {"src_phrase_lengths": batch.phrase_lengths, "src_phrase_counts": batch.phrase_counts}
+    out = encoder(batch.tokens, src_lengths=batch.lengths, **extra)
+    return out["encoder_out"][0].transpose(0, 1), out["encoder_padding_mask"][0]  # T x B x C -> B x T x C
+
+
+class FrozenEncoder:
+    """Set-up 1: a trained checkpoint's encoder; the sentences segmented with its BPE."""
+
+    def __init__(self, path: str, data: Optional[str] = None, bpe: Optional[str] = None,
+                 bpe_codes: Optional[str] = None, bpe_separator: str = "@@"):
+        from fairseq import checkpoint_utils
+        from fairseq.data import encoders
+
+        import fairseq_mgsa  # noqa: F401  (registers the plugin; lets torch.load read the checkpoint)
+
+        if not os.path.exists(path):
+            raise ProbeError("checkpoint not found", path)
+        overrides = {"data": data} if data else {}
+        models, _, self.task = checkpoint_utils.load_model_ensemble_and_task([path], arg_overrides=overrides)
+        self.path, self.encoder = path, models[0].encoder.eval()
+        self.src_dict = self.task.source_dictionary
+        self.bpe = None
+        if bpe:
+            self.bpe = encoders.build_bpe(argparse.Namespace(bpe=bpe, bpe_codes=bpe_codes, bpe_separator=bpe_separator))
+        self.levels = syntactic_levels(self.encoder)
+        self.unknown = self.total = 0  # tokens the checkpoint's dictionary does not know
+
+    def items(self, sentences: Sequence[Sentence], tree_texts: Sequence[Tuple[int, str]]) -> List[Item]:
+        """The sentences as the model reads them: words in the training text's form
+        (Moses escapes as its dictionary shows), segmented by its BPE; for a syntactic model the
+        phrases of the tree's top levels, from the task's decoding path (PhraseAnnotator)."""
+        from ..data.inference_phrases import TrainingTextForm, subword_style
+
+        style, separator = subword_style(self.bpe)
+        segment = self.bpe.encode if self.bpe is not None else (lambda text: text)
+        form = TrainingTextForm(self.src_dict, separator, segment)
+        items = []
+        for s, (line, _) in zip(sentences, tree_texts):
+            segmented = segment(" ".join(form(s.words)))
+            try:
+                words, counts = split_words(segmented, style, separator)
+            except ValueError as e:
+                raise ProbeError(f"the BPE's output cannot be split into words: {e}", "trees", line)
+            if len(words) != len(s.words):
+                raise ProbeError(f"{len(s.words)} words became {len(words)} after BPE ({segmented!r})", "trees", line)
+            tokens = self.src_dict.encode_line(segmented, add_if_not_exist=False, append_eos=True).long()
+            self.unknown += int((tokens == self.src_dict.unk()).sum())
+            self.total += tokens.numel() - 1
+            items.append(Item(tokens, counts or [1] * len(words)))
+        if self.levels:
+            annotate = self.task.annotator(None, self.bpe, "trees")
+            tokens, phrases = annotate([text for _, text in tree_texts])
+            for it, t, sentence_phrases in zip(items, tokens, phrases):
+                if not torch.equal(t, it.tokens):  # the two paths segment the same words alike
+                    raise ProbeError("the phrase annotator's tokens differ from the probe's", self.path)
+                it.phrases = [lengths for lengths, _ in sentence_phrases]
+        return items
+
+    @torch.no_grad()
+    def features(self, items: List[Item], batch_size: int, desc: str) -> Tuple[torch.Tensor, List[torch.Tensor]]:
+        """(sentence features N x C, word features per sentence: list of W_i x C)."""
+        from .probing_train import pool
+
+        sentences, words = [], []
+        for start in bar(iterable=range(0, len(items), batch_size), desc=desc, unit="batch"):
+            chunk = items[start:start + batch_size]
+            batch = collate(chunk, self.src_dict.pad())
+            x, mask = encode(self.encoder, batch)
+            s, w = pool(x, mask, batch)
+            sentences.append(s)
+            words.extend(w.split([len(it.pieces) for it in chunk]))
+        return torch.cat(sentences), words
+
+
+def word_items(sentences: Sequence[Sentence], vocab: Dictionary, levels: int, blind: bool = False) -> List[Item]:
+    """Set-up 2's input: one token per word (unknown words: <unk>), the tree's top `levels`
+    levels as phrase lengths in words. blind: every word is <unk> (the partition-only control)."""
+    items = []
+    for s in sentences:
+        ids = [vocab.unk() if blind else vocab.index(w) for w in s.words] + [vocab.eos()]
+        phrases = None
+        if levels:
+            phrases = [torch.tensor([n[2] - n[1] for n in nodes], dtype=torch.long)
+                       for nodes in partition(s.top, levels)]
+        items.append(Item(torch.tensor(ids, dtype=torch.long), [1] * len(s.words), phrases))
+    return items
+
+
+def build_vocab(sentences: Sequence[Sentence]) -> Dictionary:
+    vocab = Dictionary()
+    for s in sentences:
+        for w in s.words:
+            vocab.add_symbol(w)
+    return vocab
+
+
+def tag_vocab(sentences: Sequence[Sentence], levels: int) -> Dictionary:
+    tags = Dictionary()
+    for s in sentences:
+        for nodes in partition(s.top, levels):
+            for n in nodes:
+                tags.add_symbol(n[0])
+    return tags
+
+
+def scratch_encoder(system: registry.System, extra_args: Sequence[str], vocab: Dictionary, tags: Dictionary,
+                    workdir: str):
+    """A registered system's encoder, 3 layers at the `tiny` size, built by fairseq from the
+    system's options; its data directory holds only the dictionaries."""
+    from fairseq import options, tasks
+
+    os.makedirs(workdir, exist_ok=True)
+    for lang in ("src", "tgt"):
+        vocab.save(os.path.join(workdir, f"dict.{lang}.txt"))
+    if system.needs_trees:
+        tags.save(os.path.join(workdir, "dict.src.tags.txt"))
+    argv = [workdir, "--user-dir", USER_DIR, "--source-lang", "src", "--target-lang", "tgt",
+            *system.train_args("tiny"), *extra_args, "--encoder-layers", str(SCRATCH_LAYERS),
+            "--decoder-layers", "1", "--dropout", "0.1", "--cpu"]
+    args = options.parse_args_and_arch(options.get_training_parser(), argv)
+    task = tasks.setup_task(args)
+    model = task.build_model(args)
+    return model.encoder
