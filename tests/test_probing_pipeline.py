@@ -12,7 +12,7 @@ import torch
 from fairseq_mgsa.analysis.probing import main
 from fairseq_mgsa.analysis.probing_labels import read_corpus, split_indices
 from fairseq_mgsa.analysis.probing_train import Item, collate, pool
-from tests.fairseq_runs import SYSTEMS, env, make_data_bin, train_command
+from fairseq_runs import SYSTEMS, env, make_data_bin, train_command
 
 
 def test_pool_matches_plain_mean():
