@@ -210,20 +210,26 @@ class PhraseBasedAttention(nn.Module):
         # QUERYK sums n times as many products per logit (eq. 6)
         return (self.head_dim * (n if self.attention == QUERYK else 1)) ** -0.5
 
-    def attend(self, q: Dict[int, Tensor], kv, attn_mask: Optional[Tensor], beam: int = 1) -> Tuple[Tensor, List[Tensor]]:
+    def attend(self, q: Dict[int, Tensor], kv, attn_mask: Optional[Tensor], beam: int = 1,
+               step: bool = False) -> Tuple[Tensor, List[Tensor]]:
         """One softmax per head group over the concatenated n-gram blocks.
         Returns B x T x d (heads concatenated) and the probabilities per group, B x h x T x (blocks*S).
         beam > 1: q has B*beam rows of one position and kv one row per sentence (B): a sentence's
-        hypotheses are its query positions (B x h x beam x e), so its keys are never copied."""
+        hypotheses are its query positions (B x h x beam x e), so its keys are never copied.
+        step (a decoding step, T = 1): keys and values, the whole decoding state, are used block by
+        block and never concatenated; in training (T = S) concatenating them is cheaper than the
+        per-block products' extra traffic (benchmarks/profile_pba.py, docs/benchmarks-pba.md)."""
         if beam > 1:  # (B*beam) x h x 1 x e -> B x h x beam x e
             q = {n: t.reshape(-1, beam, t.size(1), t.size(-1)).transpose(1, 2) for n, t in q.items()}
         outputs, probs_all = [], []
         group_sizes = [[n for n, _ in self.groups]] if self.mode != HOMOGENEOUS else [[n] for n, _ in self.groups]
         for sizes in group_sizes:
-            # a block's logits at a time: the keys and values, which can be the whole (growing or
-            # encoder-side) decoding state, are never concatenated; the logits are (T x S per block)
-            blocks = [torch.matmul(q[n], kv[n][0].transpose(-1, -2)) * self.scale(n) for n in sizes]
-            logits = torch.cat(blocks, dim=-1) if len(blocks) > 1 else blocks[0]  # B x h x T x (blocks*S)
+            if self.attention == CONVKV and not step:  # one shared query: one matmul against all key blocks
+                keys = torch.cat([kv[n][0] for n in sizes], dim=2) if len(sizes) > 1 else kv[sizes[0]][0]
+                logits = torch.matmul(q[sizes[0]], keys.transpose(-1, -2)) * self.scale(1)
+            else:  # a block at a time (the logits are T x S per block)
+                blocks = [torch.matmul(q[n], kv[n][0].transpose(-1, -2)) * self.scale(n) for n in sizes]
+                logits = torch.cat(blocks, dim=-1) if len(blocks) > 1 else blocks[0]  # B x h x T x (blocks*S)
             if attn_mask is not None:  # end alignment: the token causal mask holds for every block
                 logits = logits + attn_mask.to(logits.dtype).repeat(1, len(sizes))
             invalid = [kv[n][2] for n in sizes]
@@ -235,10 +241,14 @@ class PhraseBasedAttention(nn.Module):
                 logits = logits.masked_fill(mask[:, None, None, :], float("-inf"))
             probs = utils.softmax(logits, dim=-1).type_as(logits)
             p = self.dropout_module(probs)
-            S = kv[sizes[0]][1].size(2)
-            out = torch.matmul(p[..., :S], kv[sizes[0]][1])  # B x h x T x d_k, block by block
-            for i, n in enumerate(sizes[1:], 1):
-                out = out + torch.matmul(p[..., i * S:(i + 1) * S], kv[n][1])
+            if not step or len(sizes) == 1:
+                values = torch.cat([kv[n][1] for n in sizes], dim=2) if len(sizes) > 1 else kv[sizes[0]][1]
+                out = torch.matmul(p, values)  # B x h x T x d_k
+            else:
+                S = kv[sizes[0]][1].size(2)
+                out = torch.matmul(p[..., :S], kv[sizes[0]][1])
+                for i, n in enumerate(sizes[1:], 1):
+                    out = out + torch.matmul(p[..., i * S:(i + 1) * S], kv[n][1])
             outputs.append(out)
             probs_all.append(probs)
         out = torch.cat(outputs, dim=1) if len(outputs) > 1 else outputs[0]  # B x H x T x d_k
@@ -264,11 +274,11 @@ class PhraseBasedAttention(nn.Module):
         """Queries from x_q (B x T x d) attend over kv; output B x T x d (or B x 1 x d: last_only,
         whose queries are computed for the last position only). beam: see attend."""
         q = self.queries(x_q, real_q, bigram=False, last_only=last_only)
-        u, probs = self.attend(q, kv, attn_mask, beam)
+        u, probs = self.attend(q, kv, attn_mask, beam, step=last_only)
         if self.mode != INTERLEAVED:
             return self.out_proj(u), probs
         q2 = self.queries(x_q, real_q, bigram=True, last_only=last_only)
-        b, _ = self.attend(q2, kv, attn_mask, beam)
+        b, _ = self.attend(q2, kv, attn_mask, beam, step=last_only)
         # b'_t exists only when tokens t-1 and t both do (zeros of eqs. 13-14)
         b_invalid = ngram_invalid(real_q, 2, x_q.size(1), x_q.size(0), x_q.device, homogeneous=False)
         if b_invalid is not None:
