@@ -205,3 +205,81 @@ def test_base_size_parameter_counts_of_the_readme_table():
         per_layer = sum(extra_parameters(args.pba_attention, args.pba_mode, role, ngrams, 512, 8,
                                          args.pba_queryk_shared_key) for role in ("enc", "dec", "cross"))
         assert n - (base if layers == 6 else base4) == layers * per_layer
+
+
+def beam_search_steps(model, beam, steps, shrink_at, seed):
+    """Beam search's use of the decoder without its scoring: B sentences x `beam` hypotheses
+    (rows sentence-major), every step a random reorder within each sentence's beam (hypotheses
+    duplicated and dropped), and at `shrink_at` the first sentence finishes (fewer rows).
+    Yields (incremental output, full-forward output) of the newest position at every step."""
+    g = torch.Generator().manual_seed(seed)
+    src = tokens(SRC, left_pad=True)
+    enc = model.encoder(src, torch.tensor([len(r) for r in SRC]))
+    rows = torch.arange(len(SRC)).repeat_interleave(beam)  # as fairseq's sequence generator expands
+    enc = model.encoder.reorder_encoder_out(enc, rows)
+    prefix = torch.full((len(rows), 1), 2)
+    state = {}
+    for t in range(steps):
+        out, extra = model.decoder(prefix, encoder_out=enc, incremental_state=state)
+        full, full_extra = model.decoder(prefix, encoder_out=enc)
+        yield out[:, 0], full[:, -1], extra["attn"][0][:, 0], full_extra["attn"][0][:, -1], state
+        sentences = prefix.size(0) // beam
+        keep = torch.arange(1 if t == shrink_at else 0, sentences)  # the first sentence finished
+        new_order = (keep[:, None] * beam + torch.randint(0, beam, (len(keep), beam), generator=g)).view(-1)
+        model.decoder.reorder_incremental_state_scripting(state, new_order)
+        enc = model.encoder.reorder_encoder_out(enc, new_order)
+        prefix = torch.cat([prefix[new_order], torch.randint(4, 20, (len(new_order), 1), generator=g)], 1)
+
+
+@pytest.mark.parametrize("combo", COMBOS)
+def test_encoder_side_state_once_per_sentence_under_beam_search(models, combo):
+    """set_beam_size (fairseq-generate): the cross attention keeps the encoder-side n-grams once per
+    sentence, untouched by reorders within a beam and cut when a sentence finishes; the interleaved
+    mode's query window stays per hypothesis. Outputs and attention = the full forward throughout."""
+    model, beam = models[combo], 3
+    model.set_beam_size(beam)
+    try:
+        with torch.no_grad():
+            previous = None
+            for t, (out, full, attn, full_attn, state) in enumerate(
+                    beam_search_steps(model, beam, steps=6, shrink_at=2, seed=sum(map(ord, "".join(combo))))):
+                assert torch.allclose(out, full, atol=1e-5), (combo, t)
+                assert torch.allclose(attn, full_attn, atol=1e-6), (combo, t)
+                cross = [m for m in model.decoder.modules() if isinstance(m, PhraseBasedAttention) and m.role == "cross"]
+                for m in cross:
+                    buf = m._get_input_buffer(state)
+                    assert buf["k1"].size(0) * beam == out.size(0)  # one row per sentence
+                    if combo[1] == "interleaved":
+                        assert buf["window"].size(0) == out.size(0)  # one row per hypothesis
+                # a reorder within the beams leaves the encoder-side tensors as they are (no copy)
+                k1 = cross[0]._get_input_buffer(state)["k1"]
+                if previous is not None and t != 3:
+                    assert k1 is previous
+                previous = k1
+    finally:
+        model.set_beam_size(1)
+
+
+def test_beam_search_of_fairseq_gives_the_same_translations_with_the_shared_encoder_state(models):
+    """fairseq's SequenceGenerator calls set_beam_size; hypotheses and scores are those of the
+    per-hypothesis state (set_beam_size disabled), finished sentences and all."""
+    from fairseq.sequence_generator import SequenceGenerator
+    from test_model import make_dict
+
+    d = make_dict()
+    src = tokens(SRC, left_pad=True)
+    sample = {"net_input": {"src_tokens": src, "src_lengths": torch.tensor([len(r) for r in SRC])}}
+    for combo in [("queryk", "interleaved"), ("convkv", "heterogeneous")]:
+        model = models[combo]
+        results = []
+        for shared in (True, False):
+            gen = SequenceGenerator([model], d, beam_size=4, max_len_b=8, min_len=1)
+            if not shared:
+                gen.model.set_decoder_beam_size = lambda beam: None
+            with torch.no_grad():
+                results.append(gen.generate([model], sample))
+        model.set_beam_size(1)
+        for a, b in zip(*results):
+            for ha, hb in zip(a, b):
+                assert torch.equal(ha["tokens"], hb["tokens"]), combo
+                assert torch.allclose(ha["score"], hb["score"], atol=1e-5), combo

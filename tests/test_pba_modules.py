@@ -345,3 +345,39 @@ def test_half_and_bfloat16_forward_backward(batch, attention, mode):
             for a, b in zip([got[0], got[1], *got[2]], [ref[0], ref[1], *ref[2]]):
                 assert torch.isfinite(a).all()
                 assert (a - b).abs().max() <= tol * (1 + b.abs().max()), (role, (a - b).abs().max())
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_ngram_conv_last_position_equals_the_full_convolution(n):
+    """NGramConv(last_only=True), a decoding step's single output, = the last row of the full one."""
+    from fairseq_mgsa.modules.ngram_convolution import NGramConv
+    torch.manual_seed(n)
+    conv = NGramConv(D, 2 * D, n)
+    x = torch.randn(3, 5, D)
+    real = torch.ones(3, 5, dtype=torch.bool)
+    real[1, :3] = False  # left pads inside the window
+    real[2, 3] = False
+    full = conv(x, real)
+    for t in range(n - 1, 5):
+        step = conv(x[:, : t + 1], real[:, : t + 1], last_only=True)
+        assert step.shape == (3, 1, 2 * D)
+        assert torch.allclose(step[:, 0], full[:, t], atol=1e-6), t
+
+
+@pytest.mark.parametrize("attention,mode", COMBOS)
+def test_a_decoding_step_computes_queries_and_ngrams_for_the_new_position_only(attention, mode):
+    """Decoder self-attention, step t: every linear map and convolution of the step reads one
+    position (their outputs have one row per hypothesis), whatever the window it keeps."""
+    m = make(attention, mode, "dec")
+    shapes = []
+    hooks = [mod.register_forward_hook(lambda mod, inp, out: shapes.append((type(mod).__name__, tuple(out.shape))))
+             for mod in m.modules() if isinstance(mod, (torch.nn.Linear, torch.nn.Conv1d))]
+    x = torch.randn(4, 2, D)
+    state = {}
+    with torch.no_grad():
+        for t in range(4):
+            shapes.clear()
+            m(x[t:t + 1], x[t:t + 1], x[t:t + 1], incremental_state=state)
+            assert shapes and all(s[:2] == (2, 1) for _, s in shapes), (t, shapes)
+    for h in hooks:
+        h.remove()

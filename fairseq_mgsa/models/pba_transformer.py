@@ -142,6 +142,13 @@ class PBATransformerModel(FlatConfigTransformerModel):
 
     CONFIG = PBAConfig
 
+    def set_beam_size(self, beam: int):
+        """fairseq's sequence generator calls this before a beam search (as for BART): the
+        phrase-based cross attention then keeps its encoder-side state once per sentence."""
+        for module in self.decoder.modules():
+            if isinstance(module, PhraseBasedAttention):
+                module.set_beam_size(beam)
+
     @classmethod
     def build_encoder(cls, cfg, src_dict, embed_tokens):
         return PBATransformerEncoder(cfg, src_dict, embed_tokens)

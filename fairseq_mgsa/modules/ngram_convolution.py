@@ -64,7 +64,14 @@ class NGramConv(nn.Conv1d):
         super().__init__(d_in, d_out, kernel_size=n)
         self.n = n
 
-    def forward(self, x: Tensor, real: Optional[Tensor] = None) -> Tensor:
+    def forward(self, x: Tensor, real: Optional[Tensor] = None, last_only: bool = False) -> Tensor:
+        """last_only: the output at the last position only (B x 1 x d_out), from the last n rows of x
+        (a decoding step; x holds at least n rows)."""
+        if last_only:
+            w = zero_pads(x[:, -self.n:], real[:, -self.n:] if real is not None else None)  # B x n x d_in
+            # the window flattened as (d_in, n), the weight's own layout: a view, no weight copy
+            flat = w.transpose(1, 2).reshape(w.size(0), 1, -1)  # B x 1 x (d_in*n)
+            return F.linear(flat, self.weight.view(self.out_channels, -1), self.bias)
         x = zero_pads(x, real).transpose(1, 2)  # B x d_in x S
         y = F.conv1d(F.pad(x, (self.n - 1, 0)), self.weight, self.bias)  # B x d_out x S
         return y.transpose(1, 2)

@@ -109,6 +109,9 @@ class PhraseBasedAttention(nn.Module):
         self.dropout_module = FairseqDropout(dropout, module_name=self.__class__.__name__)
         # the decoder layer sets this for the cross attention (interleaved bigram queries)
         self.query_padding_mask: Optional[Tensor] = None
+        # hypotheses per sentence in beam search (set_beam_size): the cross attention then keeps
+        # its encoder-side n-grams once per sentence, as fairseq's MultiheadAttention does
+        self.beam_size = 1
 
         homogeneous = mode == HOMOGENEOUS
         width = {n: (h * dk if homogeneous else d) for n, h in self.groups}  # K/V width per size
@@ -178,12 +181,14 @@ class PhraseBasedAttention(nn.Module):
             out[n] = (k, v, invalid)
         return out
 
-    def queries(self, x: Tensor, real: Optional[Tensor], bigram: bool) -> Dict[int, Tensor]:
+    def queries(self, x: Tensor, real: Optional[Tensor], bigram: bool, last_only: bool = False) -> Dict[int, Tensor]:
         """x: B x T x d -> per size n the query of that block, B x h x T x e.
-        bigram=True: the interleaved mode's bigram-query stream (Conv_2 over the queries)."""
+        bigram=True: the interleaved mode's bigram-query stream (Conv_2 over the queries).
+        last_only: the queries of the last position only (B x h x 1 x e; a decoding step)."""
         out = {}
+        x_last = x[:, -1:] if last_only else x  # linear queries read one token
         if self.attention == CONVKV:
-            q = self.q2_proj(x, real) if bigram else self.q_proj(x)
+            q = self.q2_proj(x, real, last_only) if bigram else self.q_proj(x_last)
             if self.mode != HOMOGENEOUS:  # every head, one query for all blocks
                 q = _heads(q, self.num_heads)
                 return {n: q for n in self.ngrams}
@@ -194,9 +199,9 @@ class PhraseBasedAttention(nn.Module):
             return out
         for n, h in self.groups:
             if n == 1:
-                out[n] = _heads(self.q2_proj(x, real) if bigram else self.q_proj(x), h)
+                out[n] = _heads(self.q2_proj(x, real, last_only) if bigram else self.q_proj(x_last), h)
             else:
-                out[n] = _heads(self.q2_kernel(x, real) if bigram else self.q_kernel[str(n)](x), h)
+                out[n] = _heads(self.q2_kernel(x, real, last_only) if bigram else self.q_kernel[str(n)](x_last), h)
         return out
 
     # ---- attention ---------------------------------------------------------------------------
@@ -205,18 +210,26 @@ class PhraseBasedAttention(nn.Module):
         # QUERYK sums n times as many products per logit (eq. 6)
         return (self.head_dim * (n if self.attention == QUERYK else 1)) ** -0.5
 
-    def attend(self, q: Dict[int, Tensor], kv, attn_mask: Optional[Tensor]) -> Tuple[Tensor, List[Tensor]]:
+    def attend(self, q: Dict[int, Tensor], kv, attn_mask: Optional[Tensor], beam: int = 1,
+               step: bool = False) -> Tuple[Tensor, List[Tensor]]:
         """One softmax per head group over the concatenated n-gram blocks.
-        Returns B x T x d (heads concatenated) and the probabilities per group, B x h x T x (blocks*S)."""
+        Returns B x T x d (heads concatenated) and the probabilities per group, B x h x T x (blocks*S).
+        beam > 1: q has B*beam rows of one position and kv one row per sentence (B): a sentence's
+        hypotheses are its query positions (B x h x beam x e), so its keys are never copied.
+        step (a decoding step, T = 1): keys and values, the whole decoding state, are used block by
+        block and never concatenated; in training (T = S) concatenating them is cheaper than the
+        per-block products' extra traffic (benchmarks/profile_pba.py, docs/benchmarks-pba.md)."""
+        if beam > 1:  # (B*beam) x h x 1 x e -> B x h x beam x e
+            q = {n: t.reshape(-1, beam, t.size(1), t.size(-1)).transpose(1, 2) for n, t in q.items()}
         outputs, probs_all = [], []
         group_sizes = [[n for n, _ in self.groups]] if self.mode != HOMOGENEOUS else [[n] for n, _ in self.groups]
         for sizes in group_sizes:
-            if self.attention == CONVKV:  # one shared query: one matmul against all key blocks
-                keys = torch.cat([kv[n][0] for n in sizes], dim=2)
+            if self.attention == CONVKV and not step:  # one shared query: one matmul against all key blocks
+                keys = torch.cat([kv[n][0] for n in sizes], dim=2) if len(sizes) > 1 else kv[sizes[0]][0]
                 logits = torch.matmul(q[sizes[0]], keys.transpose(-1, -2)) * self.scale(1)
-            else:
-                logits = torch.cat([torch.matmul(q[n], kv[n][0].transpose(-1, -2)) * self.scale(n)
-                                    for n in sizes], dim=-1)  # B x h x T x (blocks*S)
+            else:  # a block at a time (the logits are T x S per block)
+                blocks = [torch.matmul(q[n], kv[n][0].transpose(-1, -2)) * self.scale(n) for n in sizes]
+                logits = torch.cat(blocks, dim=-1) if len(blocks) > 1 else blocks[0]  # B x h x T x (blocks*S)
             if attn_mask is not None:  # end alignment: the token causal mask holds for every block
                 logits = logits + attn_mask.to(logits.dtype).repeat(1, len(sizes))
             invalid = [kv[n][2] for n in sizes]
@@ -227,12 +240,21 @@ class PhraseBasedAttention(nn.Module):
                                   for m in invalid], dim=1)
                 logits = logits.masked_fill(mask[:, None, None, :], float("-inf"))
             probs = utils.softmax(logits, dim=-1).type_as(logits)
-            values = torch.cat([kv[n][1] for n in sizes], dim=2)  # B x h x (blocks*S) x d_k
-            outputs.append(torch.matmul(self.dropout_module(probs), values))
+            p = self.dropout_module(probs)
+            if not step or len(sizes) == 1:
+                values = torch.cat([kv[n][1] for n in sizes], dim=2) if len(sizes) > 1 else kv[sizes[0]][1]
+                out = torch.matmul(p, values)  # B x h x T x d_k
+            else:
+                S = kv[sizes[0]][1].size(2)
+                out = torch.matmul(p[..., :S], kv[sizes[0]][1])
+                for i, n in enumerate(sizes[1:], 1):
+                    out = out + torch.matmul(p[..., i * S:(i + 1) * S], kv[n][1])
+            outputs.append(out)
             probs_all.append(probs)
-        out = torch.cat(outputs, dim=1)  # B x H x T x d_k
+        out = torch.cat(outputs, dim=1) if len(outputs) > 1 else outputs[0]  # B x H x T x d_k
         B, H, T, dk = out.shape
-        return out.transpose(1, 2).reshape(B, T, H * dk), probs_all
+        out = out.transpose(1, 2)  # B x T x H x d_k (beam > 1: B x beam: the hypotheses, one position each)
+        return (out.reshape(B * T, 1, H * dk) if beam > 1 else out.reshape(B, T, H * dk)), probs_all
 
     def token_weights(self, probs_all: List[Tensor], key_real: Optional[Tensor]) -> Tensor:
         """Per-head attention over source TOKENS (PEERS.md P11), B x H x T x S."""
@@ -248,15 +270,15 @@ class PhraseBasedAttention(nn.Module):
         return torch.cat(heads, dim=1)
 
     def combine(self, x_q: Tensor, real_q: Optional[Tensor], kv, attn_mask: Optional[Tensor],
-                last_only: bool = False) -> Tuple[Tensor, List[Tensor]]:
-        """Queries from x_q (B x T x d) attend over kv; output B x T x d (or B x 1 x d: last_only)."""
-        pick = (lambda t: t[:, :, -1:]) if last_only else (lambda t: t)
-        q = {n: pick(t) for n, t in self.queries(x_q, real_q, bigram=False).items()}
-        u, probs = self.attend(q, kv, attn_mask)
+                last_only: bool = False, beam: int = 1) -> Tuple[Tensor, List[Tensor]]:
+        """Queries from x_q (B x T x d) attend over kv; output B x T x d (or B x 1 x d: last_only,
+        whose queries are computed for the last position only). beam: see attend."""
+        q = self.queries(x_q, real_q, bigram=False, last_only=last_only)
+        u, probs = self.attend(q, kv, attn_mask, beam, step=last_only)
         if self.mode != INTERLEAVED:
             return self.out_proj(u), probs
-        q2 = {n: pick(t) for n, t in self.queries(x_q, real_q, bigram=True).items()}
-        b, _ = self.attend(q2, kv, attn_mask)
+        q2 = self.queries(x_q, real_q, bigram=True, last_only=last_only)
+        b, _ = self.attend(q2, kv, attn_mask, beam, step=last_only)
         # b'_t exists only when tokens t-1 and t both do (zeros of eqs. 13-14)
         b_invalid = ngram_invalid(real_q, 2, x_q.size(1), x_q.size(0), x_q.device, homogeneous=False)
         if b_invalid is not None:
@@ -284,7 +306,10 @@ class PhraseBasedAttention(nn.Module):
         x_q = query.transpose(0, 1)  # B x T x d
         pad = key_padding_mask.bool() if key_padding_mask is not None else None
         if incremental_state is not None:
-            out, probs, key_real = self._incremental(x_q, key, pad, incremental_state)
+            out, probs, key_real, beam = self._incremental(x_q, key, pad, incremental_state)
+            if need_weights and beam > 1:  # per hypothesis again: B x h x beam x S -> B*beam x h x 1 x S
+                probs = [p.transpose(1, 2).reshape(-1, p.size(1), 1, p.size(-1)) for p in probs]
+                key_real = key_real.repeat_interleave(beam, dim=0)
         else:
             x_kv = x_q if self.self_attention else key.transpose(0, 1)  # B x S x kdim
             key_real = ~pad if pad is not None else None
@@ -306,9 +331,11 @@ class PhraseBasedAttention(nn.Module):
         return out.transpose(0, 1), weights
 
     def _incremental(self, x_t: Tensor, key: Optional[Tensor], pad: Optional[Tensor], incremental_state):
-        """One decoding step: x_t B x 1 x d. State (all batch-first, reordered with the beam):
-        window / window_real: the last layer inputs of the query side (n-gram keys and bigram
-        queries need them); k<n>, v<n>, invalid<n>, key_real: the n-gram keys and values."""
+        """One decoding step: x_t B x 1 x d. State (all batch-first): window / window_real: the last
+        layer inputs of the query side (n-gram keys and bigram queries need them), one row per
+        hypothesis; k<n>, v<n>, invalid<n>, key_real: the n-gram keys and values, one row per
+        hypothesis (decoder self) or, encoder-side, one row per sentence after set_beam_size.
+        Returns the output, the probabilities, the key mask and the hypotheses per key row."""
         assert x_t.size(1) == 1, "incremental phrase-based attention takes one token per step"
         state = self._get_input_buffer(incremental_state)
         B = x_t.size(0)
@@ -328,34 +355,81 @@ class PhraseBasedAttention(nn.Module):
         if width:
             state["window"], state["window_real"] = window[:, 1:], window_real[:, 1:]
 
+        beam = 1
         if self.self_attention:
-            new = self.keys_values(window, window_real)
-            for n, (k, v, invalid) in new.items():
-                inv = invalid[:, -1:] if invalid is not None else window_real.new_zeros(B, 1)
-                for name, t in ((f"k{n}", k[:, :, -1:]), (f"v{n}", v[:, :, -1:]), (f"invalid{n}", inv)):
+            for n, (k, v, inv) in self.step_keys_values(window, window_real, state).items():
+                for name, t in ((f"k{n}", k), (f"v{n}", v), (f"invalid{n}", inv)):
+                    # appended as fairseq's MultiheadAttention appends its keys
                     state[name] = torch.cat([state[name], t], dim=-2 if t.dim() == 4 else 1) \
                         if name in state else t
             state["key_real"] = torch.cat([state["key_real"], real_t], 1) if "key_real" in state else real_t
-        elif f"k{self.ngrams[0]}" not in state:
-            # encoder-side n-gram keys and values: once per sentence, then reused every step
-            key_real = ~pad if pad is not None else key.new_ones(key.size(1), key.size(0), dtype=torch.bool)
-            for n, (k, v, invalid) in self.keys_values(key.transpose(0, 1), key_real).items():
-                state[f"k{n}"], state[f"v{n}"] = k, v
-                state[f"invalid{n}"] = invalid if invalid is not None else ~key_real
-            state["key_real"] = key_real
+        else:
+            beam = self.beam_size
+            if f"k{self.ngrams[0]}" not in state:
+                # encoder-side n-gram keys and values: once per sentence, then reused every step;
+                # fairseq repeats the encoder output beam times (rows sentence-major): keep one
+                key_x = key.transpose(0, 1)  # (B*beam) x S x kdim
+                key_real = ~pad if pad is not None else key.new_ones(B, key.size(0), dtype=torch.bool)
+                if beam > 1:
+                    assert key_x.size(0) % beam == 0, "set_beam_size: batch is not sentences x beam"
+                    key_x, key_real = key_x[::beam], key_real[::beam]
+                for n, (k, v, invalid) in self.keys_values(key_x, key_real).items():
+                    state[f"k{n}"], state[f"v{n}"] = k, v
+                    state[f"invalid{n}"] = invalid if invalid is not None else ~key_real
+                state["key_real"] = key_real
         kv = {n: (state[f"k{n}"], state[f"v{n}"], state[f"invalid{n}"]) for n in self.ngrams}
         self._set_input_buffer(incremental_state, state)
-        out, probs = self.combine(window, window_real, kv, None, last_only=True)
-        return out, probs, state["key_real"]
+        out, probs = self.combine(window, window_real, kv, None, last_only=True, beam=beam)
+        return out, probs, state["key_real"], beam
+
+    def step_keys_values(self, window: Tensor, window_real: Tensor, state):
+        """The n-gram keys and values ending at the newest token only (keys_values' last position):
+        window B x (>= max_n) x d. Per n: K B x h x 1 x e, V B x h x 1 x d_k, invalid B x 1."""
+        x_t, real_t = window[:, -1:], window_real[:, -1:]
+        out = {}
+        for n, h in self.groups:
+            if self.mode == HOMOGENEOUS or n == 1:
+                invalid = ~real_t
+            else:  # the n-gram exists iff its n tokens are real (ngram_invalid)
+                invalid = ~window_real[:, -n:].all(dim=1, keepdim=True)
+            if n == 1:
+                out[n] = (_heads(self.k_proj(x_t), h), _heads(self.v_proj(x_t), h), invalid)
+                continue
+            v = _heads(self.v_ngram[str(n)](window, window_real, last_only=True), h)
+            if self.attention == CONVKV:
+                k = _heads(self.k_ngram[str(n)](window, window_real, last_only=True), h)
+            else:
+                # the new window of projected keys: the previous window's last n-1 taps (zeros
+                # before the sentence) and the newest token's key, zero at a pad
+                new = _heads(zero_pads(self._key_linear(n)(x_t), real_t), h)  # B x h x 1 x d_k
+                dk = new.size(-1)
+                prev = state[f"k{n}"][:, :, -1:, dk:] if f"k{n}" in state else \
+                    new.new_zeros(new.shape[:-1] + ((n - 1) * dk,))
+                k = torch.cat([prev, new], dim=-1)  # B x h x 1 x n*d_k
+            out[n] = (k, v, invalid)
+        return out
+
+    def set_beam_size(self, beam_size: int):
+        """Called by fairseq's sequence generator (through the model) before a beam search."""
+        self.beam_size = beam_size
 
     def reorder_incremental_state(self, incremental_state: Dict[str, Dict[str, Optional[Tensor]]],
                                   new_order: Tensor):
-        """Every entry follows the beam, the encoder-side ones too (PEERS.md A.1.7)."""
+        """Every per-hypothesis entry follows the beam (PEERS.md A.1.7), the interleaved cross
+        attention's query window too. Encoder-side entries kept once per sentence (set_beam_size)
+        are identical for a sentence's hypotheses and beam search reorders within a sentence, so
+        they change only when sentences finish (fewer rows), as in fairseq's MultiheadAttention."""
         state = self._get_input_buffer(incremental_state)
         if state:
+            beam = self.beam_size
             for name, t in state.items():
-                if t is not None:
+                if t is None:
+                    continue
+                shared = self.encoder_decoder_attention and beam > 1 and not name.startswith("window")
+                if not shared:
                     state[name] = t.index_select(0, new_order)
+                elif t.size(0) * beam != new_order.size(0):
+                    state[name] = t.index_select(0, new_order.view(-1, beam)[:, 0] // beam)
             self._set_input_buffer(incremental_state, state)
         return incremental_state
 
