@@ -244,7 +244,11 @@ def test_command_side_by_side(trained):
     manifest = attention(data, "--path", paths["transformer"], "--path", paths["mgsa_syntactic"], "--out", out,
                          "--test-ids", "0,2", "--gen-subset", "valid", "--cross-attention")
     assert manifest["layer"] == 2  # right after the MG-SA layer (layer 1)
+    from mgsa_preprocess.partition import partition
+    from mgsa_preprocess.trees import parse_tree
+
     raw = (tmp / "raw" / "valid.src").read_text().splitlines()
+    trees = (tmp / "raw" / "valid.src.tree").read_text().splitlines()
     for i in (0, 2):
         arrays = np.load(out / f"test{i}.npz")
         tokens = list(arrays["m0_tokens"])
@@ -265,7 +269,9 @@ def test_command_side_by_side(trained):
             assert spans[-1, 0] == n - 1 and tags[-1] == "</s>"  # EOS: a phrase of its own
             assert arrays[f"m1_mgsa1_syn{level}"].shape == (1, n, len(spans))
             assert np.allclose(arrays[f"m1_mgsa1_syn{level}"].sum(-1), 1, atol=1e-5)
-        assert arrays["m1_mgsa1_syn1_tags"][0] == "NP"  # the subject
+        # the level-1 phrases are the gold tree's, tags included (read as mgsa-preprocess reads it)
+        top, _ = parse_tree(trees[i], "valid.src.tree", i + 1)
+        assert list(arrays["m1_mgsa1_syn1_tags"][:-1]) == [node[0] for node in partition(top, 1)[0]]
         for png in (f"test{i}_self_layer2.png", f"test{i}_m1_mgsa_layer1.png", f"test{i}_cross.png"):
             assert matplotlib.image.imread(str(out / png)).ndim == 3
         assert set(manifest["sentences"][f"test{i}"]["figures_seconds"]) == {
