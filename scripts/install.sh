@@ -6,22 +6,43 @@
 # compile fairseq against a torch other than the one it runs with. So: torch first,
 # then the rest with torch pinned to the installed version.
 #
-#   TORCH_SPEC   what to install when torch is missing (default: torch==2.13.0)
+# By default every package is held at the version the test suite passed with
+# (requirements/lock-py<X.Y>.txt, as pip constraints), so an install next year gets the
+# tested set; where no lock exists for this Python, the install floats and says so.
+#
+#   FLOAT=1      ignore the lock: the newest versions setup.py allows
+#   TORCH_SPEC   what to install when torch is missing (default: the lock's torch, else torch==2.13.0)
 #   EDITABLE=1   install in development mode (pip install -e)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 
+pyver=$("$PY" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+lock=requirements/lock-py${pyver}.txt
+if [ -n "${FLOAT:-}" ]; then
+  echo "[install] FLOAT=1: not using the lock file; the newest versions setup.py allows"
+  lock=
+elif [ ! -f "$lock" ]; then
+  echo "[install] no lock file for Python ${pyver} (tested: $(ls requirements | sed -n 's/^lock-py\(.*\)\.txt$/\1/p' | paste -sd, -)): the newest versions setup.py allows"
+  lock=
+fi
+lock_torch=$([ -n "$lock" ] && sed -n 's/^torch==//p' "$lock" || true)
+
 if ! "$PY" -c "import torch" 2>/dev/null; then
-  echo "[install] torch not found: installing ${TORCH_SPEC:-torch==2.13.0}"
-  "$PY" -m pip install -q "${TORCH_SPEC:-torch==2.13.0}"
+  spec=${TORCH_SPEC:-torch==${lock_torch:-2.13.0}}
+  echo "[install] torch not found: installing ${spec}"
+  "$PY" -m pip install -q "$spec"
 fi
 torch_version=$("$PY" -c "import torch; print(torch.__version__)")
+if [ -n "$lock_torch" ] && [ "${torch_version%%+*}" != "$lock_torch" ]; then
+  echo "[install] keeping the installed torch ${torch_version} (the lock was tested with ${lock_torch})"
+fi
 constraints=$(mktemp)
 trap 'rm -f "$constraints"' EXIT
-echo "torch==${torch_version}" > "$constraints"
+if [ -n "$lock" ]; then grep -v '^torch==' "$lock" > "$constraints"; fi
+echo "torch==${torch_version}" >> "$constraints"
 
-echo "[install] torch ${torch_version} pinned; installing fairseq-mgsa and its dependencies (fairseq builds from source: a few minutes the first time)"
+echo "[install] torch ${torch_version} pinned${lock:+, the rest at $lock}; installing fairseq-mgsa and its dependencies (fairseq builds from source: a few minutes the first time)"
 if [ -n "${EDITABLE:-}" ]; then
   PIP_CONSTRAINT="$constraints" "$PY" -m pip install -q -e ".[test]"
 else

@@ -29,6 +29,9 @@ from concurrent.futures import ThreadPoolExecutor
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path[:0] = [ROOT, os.path.join(ROOT, "examples", "demo")]
+if __name__ == "__main__":  # before the training, and before the imports below
+    from fairseq_mgsa.preflight import require
+    require("make analyses", ["sacrebleu", "plots"])
 import run_demo as demo  # noqa: E402  (its run(), preprocess() and small dimensions)
 from fairseq_mgsa import systems as registry  # noqa: E402
 from mgsa_preprocess.synthetic import write_corpus  # noqa: E402

@@ -45,6 +45,9 @@ from tqdm import tqdm
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path[:0] = [ROOT, HERE]
+if __name__ == "__main__":  # before 20 minutes of training, and before the imports below
+    from fairseq_mgsa.preflight import require
+    require("make demo", ["stanza", "sacrebleu", "compare", "plots"])
 import demo_report as report  # noqa: E402
 from fairseq_mgsa import systems as registry  # noqa: E402
 from fairseq_mgsa.analysis import compare, compare_report  # noqa: E402
