@@ -4,6 +4,7 @@ or refused in one line, and every bad argument or file a one-line error before a
 import os
 import random
 import subprocess
+import sys
 
 import pytest
 import sacrebleu
@@ -174,3 +175,23 @@ def test_the_recipe_passes_a_misspelled_baseline_on(refs, tmp_path):
     proc = subprocess.run(["bash", script], env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert "BASELINE transformer is not among SYSTEMS (mgsa_ngram hysan): the baseline is mgsa_ngram" in proc.stderr
+
+
+def test_a_missing_package_stops_before_any_file_is_read(refs, tmp_path):
+    """Issue 26: compare-mt's report comes last; a package it needs that does not import (here
+    `six`, which compare-mt does not declare) stops the command first, in one line."""
+    ref = write(tmp_path / "ref.txt", refs)
+    code = ("import sys, importlib.abc\n"
+            "class Block(importlib.abc.MetaPathFinder):\n"
+            "    def find_spec(self, name, path, target=None):\n"
+            "        if name == 'six':\n"
+            "            raise ModuleNotFoundError(\"No module named 'six'\", name='six')\n"
+            "sys.meta_path.insert(0, Block())\n"
+            "from fairseq_mgsa.analysis.compare import main\n"
+            f"main(['--ref', {ref!r}, '--system', 'a={tmp_path / 'none.txt'}', '--out', {str(tmp_path / 'out')!r}])\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
+                          env=dict(os.environ, PYTHONPATH=ROOT))
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines()[-1] == (
+        "mgsa-compare: cannot start, a package it needs does not import: compare (ModuleNotFoundError: No module "
+        "named 'six'). Install: pip install 'sacrebleu>=2.0' compare-mt six  (or bash scripts/install.sh)")
+    assert not (tmp_path / "out").exists()

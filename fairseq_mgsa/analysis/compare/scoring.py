@@ -91,8 +91,6 @@ def compare(systems: Dict[str, Runs], refs: List[str], baseline: str, bootstrap_
     for n, k in pairs.items():
         named = [(baseline, sum(base.hyps[:k], [])), (n, sum(systems[n].hyps[:k], []))]
         pooled[n] = paired(named, refs * k, metrics, bootstrap_samples)[1][n] if k > 1 else per_seed[0][n]
-    if not signatures:  # the baseline alone
-        signatures = {name: metric.get_signature() for name, metric in metrics.items()}
 
     models = {}
     for n, s in systems.items():
@@ -136,6 +134,8 @@ def compare(systems: Dict[str, Runs], refs: List[str], baseline: str, bootstrap_
                  bleu_ci95=pooled[n][0].ci, verdict=verdict(delta["bleu"], bleu_p, spread, one=one))
     for m in models.values():
         del m["_bleu"], m["_chrf"]
+    if not signatures:  # the baseline alone: no test, the metrics' own signatures (after scoring)
+        signatures = {name: metric.get_signature() for name, metric in metrics.items()}
     return {"baseline": baseline, "bootstrap_samples": bootstrap_samples, "alpha": ALPHA,
             "test_sentences": len(refs), "max_order": max_order, "tokenize": tokenize, "lowercase": lowercase,
             "signature": {name: str(sig) for name, sig in signatures.items()}, "models": models}
