@@ -133,6 +133,9 @@ def test_out_naming_a_file_stops_before_any_scoring(refs, tmp_path, capsys):
     assert code == 2 and err == [f"mgsa-compare: error: --out {out}: a file is there (a directory expected: "
                                  f"mgsa-compare writes several files into it)"]
     assert out.read_text() == "mine\n"
+    code, err = run_main(["--ref", ref, "--system", f"a={ref}", "--out", str(out / "sub" / "dir")], capsys)
+    assert code == 2 and err == [f"mgsa-compare: error: --out {out / 'sub' / 'dir'}: {out} is a file "
+                                 f"(a directory expected)"]
 
 
 # --- point 11: the baseline and the number of resamples ---------------------------------------

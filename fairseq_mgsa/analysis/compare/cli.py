@@ -79,6 +79,11 @@ def check_arguments(a, p: argparse.ArgumentParser):
     if os.path.exists(a.out) and not os.path.isdir(a.out):
         raise CompareError(f"--out {a.out}: a file is there (a directory expected: mgsa-compare writes several "
                            f"files into it)")
+    above = os.path.dirname(os.path.normpath(a.out)) or "."  # the first folder that exists must be one
+    while not os.path.exists(above):
+        above = os.path.dirname(above) or "."
+    if not os.path.isdir(above):
+        raise CompareError(f"--out {a.out}: {above} is a file (a directory expected)")
     names = []
     for spec in a.system:
         name, _ = split_spec(spec)
