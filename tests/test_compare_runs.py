@@ -17,9 +17,10 @@ from mgsa_preprocess.synthetic import write_corpus
 TINY = ["--encoder-layers", "1", "--decoder-layers", "1", "--encoder-embed-dim", "16", "--decoder-embed-dim", "16",
         "--encoder-ffn-embed-dim", "32", "--decoder-ffn-embed-dim", "32", "--encoder-attention-heads", "2",
         "--decoder-attention-heads", "2"]
-RUNS = {  # name: (lr, max updates, patience): validation every 2 updates
-    "plateau": ("0", "30", "1"),
-    "capped": ("3e-3", "6", "5"),
+RUNS = {  # name: (lr, max updates, patience, options): validation every 2 updates
+    "plateau": ("0", "30", "1", ["--no-save"]),  # no checkpoints: fairseq logs no best_loss, the loss decides
+    # checkpoints at every validation: its valid lines carry fairseq's best_loss, which decides
+    "capped": ("3e-3", "6", "5", ["--save-interval-updates", "2", "--no-epoch-checkpoints"]),
 }
 
 
@@ -42,13 +43,13 @@ def work(tmp_path_factory):
          "--validpref", str(tmp / "raw" / "valid"), "--destdir", str(tmp / "bin"), "--joined-dictionary",
          "--workers", "1"])
     refs = (tmp / "raw" / "test.tgt").read_text().split("\n")[:-1]
-    for name, (lr, max_update, patience) in RUNS.items():
+    for name, (lr, max_update, patience, options) in RUNS.items():
         ckpt, results = tmp / "checkpoints" / name, tmp / "results" / name
         results.mkdir(parents=True)
         ckpt.mkdir(parents=True)
         run(["fairseq-train", str(tmp / "bin"), "--task", "translation", "--arch", "transformer", *TINY,
              "--optimizer", "adam", "--lr", lr, "--max-tokens", "200", "--max-update", max_update,
-             "--validate-interval-updates", "2", "--patience", patience, "--save-dir", str(ckpt), "--no-save",
+             "--validate-interval-updates", "2", "--patience", patience, "--save-dir", str(ckpt), *options,
              "--cpu", "--log-format", "simple", "--log-interval", "1", "--no-progress-bar", "--num-workers", "0",
              "--seed", "1"], log=ckpt / "train.log")
         # the hypotheses are not under test here: the references with a word dropped
@@ -84,6 +85,9 @@ def test_the_table_marks_the_run_its_cap_cut(work):
     assert plateau["stopped_at_update"] == 4  # validations at 2 and 4, equal: patience 1 is out
     assert capped["stop"] == "max-update" and capped["improving_at_end"] is True and capped["capped"] is True
     assert capped["stopped_at_update"] == 6
+    valid_lines = [line for line in (work / "checkpoints" / "capped" / "train.log").read_text().splitlines()
+                   if "valid on 'valid' subset" in line]
+    assert all("| best_loss " in line for line in valid_lines[-2:])  # fairseq's own figure decided
     table = proc.stdout
     header = next(line for line in table.splitlines() if line.startswith("system"))
     assert "stopped at" in header and "cut by cap" in header and "best valid loss" in header
