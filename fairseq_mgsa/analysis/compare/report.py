@@ -22,7 +22,7 @@ def over_seeds(m, key) -> str:
 
 def unequal(results: dict, m: dict) -> bool:
     """Whether a system's seeds are not all paired with the baseline's (or the other way)."""
-    return m["seed_pairs"] is not None and len(m["bleu"]) != len(results["models"][results["baseline"]]["bleu"])
+    return m.get("seed_pairs") is not None and len(m["bleu"]) != len(results["models"][results["baseline"]]["bleu"])
 
 
 def seeds_cell(results: dict, m: dict) -> str:
@@ -48,10 +48,15 @@ def run_cells(m: dict, bleu: bool) -> List[str]:
 
 
 def why_not(runs: List[dict]) -> str:
-    """' (early stop)', ' (not improving)', ' (unfinished)': why no run is marked, when all agree."""
-    why = {"early stop" if r["stop"].startswith("early stop") else r["stop"] if r["stop"] in ("unfinished", "stop-min-lr")
-           else "not improving" if r["improving_at_end"] is False else "no validation" for r in runs}
-    return f" ({why.pop()})" if len(why) == 1 else ""
+    """' (early stop)', ' (not improving)', ' (unfinished)', ...: why no run is marked, when all agree."""
+    def why(r):
+        if r["stop"].startswith("early stop"):
+            return "early stop"
+        if r["stop"] in ("unfinished", "stop-min-lr"):
+            return r["stop"]
+        return "not improving" if r["improving_at_end"] is False else "no validation"
+    reasons = {why(r) for r in runs}
+    return f" ({reasons.pop()})" if len(reasons) == 1 else ""
 
 
 def mean_or_none(values):
