@@ -7,8 +7,9 @@ Each --system is NAME=PATH[,PATH...], one PATH per training seed: a file of hypo
 a line, in the reference's order; or fairseq-generate's output, read by sentence id: its D-
 lines, else its H- lines) or a run directory as the recipes write it (results/RUN_NAME: its
 --hyp-name file, fairseq-generate's generate-test.log or .txt, and the training log
-train.log beside it or in ../../checkpoints/RUN_NAME/). The first --system is the baseline
-unless --baseline names another.
+train.log beside it or in ../../checkpoints/RUN_NAME/: where each run stopped, its best
+validation loss, its training minutes, and whether its cap cut it while still improving).
+The first --system is the baseline unless --baseline names another.
 
 Written into --out: results.json, results.md (the table, and BLEU by n-gram order as the
 paper's Fig. 2), bleu_by_ngram_order.png, and compare-mt's HTML report (compare-mt/index.html:
@@ -55,7 +56,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--tokenize", default="13a", help="sacrebleu's BLEU tokenizer (none: already tokenized text)")
     p.add_argument("-lc", "--lowercase", action="store_true",
                    help="case-insensitive BLEU, chrF, exact match and compare-mt report")
-    p.add_argument("--bootstrap-samples", type=positive_samples, default=1000)
+    p.add_argument("--bootstrap-samples", type=positive_samples, default=1000,
+                   help="resamples of sacrebleu's paired bootstrap (default 1000; smallest possible p 1/(N+1))")
     p.add_argument("--max-order", type=int, default=MAX_ORDER, help="n-gram orders of the breakdown (paper: 8)")
     p.add_argument("--no-compare-mt", action="store_true", help="no compare-mt HTML report")
     return p
