@@ -32,7 +32,7 @@ setup(
         "tqdm",
         "matplotlib",
         "cycler",  # imported directly by the plots; comes with matplotlib
-        "compare-mt",  # mgsa-compare's finer view (fairseq_mgsa/analysis/compare_buckets.py)
+        "compare-mt",  # mgsa-compare's finer view (fairseq_mgsa/analysis/compare/buckets.py)
         "six",  # compare-mt imports it (its ROUGE module) without declaring it
         "gensim",  # word vectors learned from the user's text for mgsa-train-parser
     ],

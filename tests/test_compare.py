@@ -1,4 +1,4 @@
-"""mgsa-compare (fairseq_mgsa/analysis/compare.py): verdicts where the right answer is known,
+"""mgsa-compare (fairseq_mgsa/analysis/compare/): verdicts where the right answer is known,
 the n-gram orders against a hand count, the outputs, and bad input as one-line errors."""
 
 import json
@@ -11,7 +11,7 @@ import pytest
 import sacrebleu
 
 from fairseq_mgsa.analysis import compare as cmp
-from fairseq_mgsa.analysis import compare_report
+from fairseq_mgsa.analysis.compare import report as compare_report
 from mgsa_preprocess.synthetic import write_corpus
 
 
@@ -47,8 +47,10 @@ def test_known_verdicts(refs):
     assert m["copy"]["verdict"] == "not significantly different" and m["copy"]["delta_bleu"] == 0.0
     assert m["better"]["verdict"] == "ahead" and m["better"]["bleu_p_value"] < 0.05
     assert len(m["better"]["seed_p_values"]) == 3
-    # one seed: no spread claimed, the verdict says it rests on p alone
-    assert m["one"]["bleu_sd"] is None and m["one"]["verdict"] == "ahead (p only: one seed, no spread)"
+    # one seed against the baseline's three: one seed pair (seed 1 with the baseline's seed 1), no
+    # spread claimed, the verdict says it rests on p alone
+    assert m["one"]["bleu_sd"] is None and m["one"]["verdict"] == "ahead (p only: one seed pair, no spread)"
+    assert m["one"]["seed_pairs"] == 1 and m["better"]["seed_pairs"] == 3
     # mean and sample sd over seeds of sacrebleu's own corpus BLEU
     scores = [sacrebleu.corpus_bleu(h, [refs]).score for h in better]
     mean = sum(scores) / 3

@@ -79,7 +79,7 @@ def test_the_demo_runs_end_to_end_on_a_tiny_budget(tmp_path):
                                                         "transformer_matched"]
     assert "train: 3 phrase levels" in (work / "logs" / "train.mgsa_syntactic_parser.log").read_text()
     # the parameter-matched baseline: within 5% of PBA interleaved QUERYK's parameters at these dimensions
-    from fairseq_mgsa.analysis.compare_matched import count_params
+    from fairseq_mgsa.analysis.compare.matched import count_params
     sys.path.insert(0, os.path.join(ROOT, "examples", "demo"))
     import run_demo
     from fairseq_mgsa import systems

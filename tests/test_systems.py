@@ -74,7 +74,7 @@ def test_command_line_without_fairseq():
 @pytest.mark.parametrize("size", ["tiny", "base", "big"])
 def test_parameter_matched_baseline_within_5_percent_of_its_peer(size):
     """Counted from built models (meta device), whole models with a 32,000-word joined dictionary."""
-    from fairseq_mgsa.analysis.compare_matched import PEER, count_params, matched_args, model_args
+    from fairseq_mgsa.analysis.compare.matched import PEER, count_params, matched_args, model_args
 
     matched, peer = systems.get("transformer_matched"), systems.get(PEER)
     n_matched = count_params(model_args(matched.train_args(size)), vocab=32000)[0]
@@ -88,7 +88,7 @@ def test_parameter_matched_baseline_within_5_percent_of_its_peer(size):
 
 def test_parameter_matched_baseline_at_other_dimensions():
     """matched_args for other dimensions (as the demo's): within 5% of the peer, built."""
-    from fairseq_mgsa.analysis.compare_matched import PEER, count_params, matched_args, model_args
+    from fairseq_mgsa.analysis.compare.matched import PEER, count_params, matched_args, model_args
 
     dims = ["--encoder-layers", "2", "--decoder-layers", "2", "--encoder-embed-dim", "64", "--decoder-embed-dim", "64",
             "--encoder-ffn-embed-dim", "128", "--decoder-ffn-embed-dim", "128",

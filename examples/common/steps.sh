@@ -418,8 +418,9 @@ run_name() {
   if [ "${#seeds[@]}" -gt 1 ]; then echo "$1${RUN_SUFFIX:-}_seed$2"; else echo "$1${RUN_SUFFIX:-}"; fi
 }
 
-# 09: mgsa-compare (fairseq_mgsa/analysis/compare.py) of every system of SYSTEMS, every seed of
-# SEEDS, against BASELINE (default transformer when it is in SYSTEMS, else the first), on the
+# 09: mgsa-compare (fairseq_mgsa/analysis/compare/) of every system of SYSTEMS, every seed of
+# SEEDS, against BASELINE (default transformer when it is in SYSTEMS, else the first; another
+# BASELINE naming no system of SYSTEMS stops with mgsa-compare's one-line error), on the
 # detokenized hypotheses and the raw references (lowercased with LOWERCASE=1), into
 # results/compare{RUN_SUFFIX}: the table (also printed), JSON, plots and compare-mt's report.
 step_compare() {
@@ -431,7 +432,12 @@ step_compare() {
     return 0
   fi
   baseline=${BASELINE:-transformer}
-  [[ " ${names[*]} " == *" $baseline "* ]] || baseline=${names[0]}
+  # the default baseline absent from SYSTEMS: the first system, said; any other BASELINE goes to
+  # mgsa-compare as given (a misspelled one is its one-line error listing the systems)
+  if [ "$baseline" = transformer ] && [[ " ${names[*]} " != *" transformer "* ]]; then
+    baseline=${names[0]}
+    log "BASELINE transformer is not among SYSTEMS (${names[*]}): the baseline is $baseline"
+  fi
   need_files "$RAW_DIR/test.$TGT"
   for name in "${names[@]}"; do
     dirs=""

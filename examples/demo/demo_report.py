@@ -1,10 +1,10 @@
 """The demo's reading of fairseq-generate output and its section of docs/demo.md (run_demo.py
---update-docs). The scoring, table and plots are mgsa-compare's (fairseq_mgsa/analysis/compare*.py)."""
+--update-docs). The scoring, table and plots are mgsa-compare's (fairseq_mgsa/analysis/compare/)."""
 
 import re
 from typing import List, Tuple
 
-from fairseq_mgsa.analysis import compare_report
+from fairseq_mgsa.analysis.compare import report as compare_report
 
 DOCS_START = "<!-- demo-results:start (written by examples/demo/run_demo.py --update-docs) -->"
 DOCS_END = "<!-- demo-results:end -->"

@@ -16,7 +16,7 @@ at 1200 updates (about 30-45 minutes).
    trees (syntactic MG-SA, the paper's default) once on gold trees, once on parser trees.
 5. `fairseq-generate` on the test set for every row (a system + the trees it was trained
    and tested on).
-6. mgsa-compare's scoring (fairseq_mgsa/analysis/compare.py): BLEU and chrF, the paired
+6. mgsa-compare's scoring (fairseq_mgsa/analysis/compare/): BLEU and chrF, the paired
    bootstrap against the baseline, mean and sd over seeds, BLEU by n-gram order (the paper's
    Figure 2), compare-mt's report; table (markdown, JSON, terminal) and plots in --workdir.
 
@@ -50,8 +50,9 @@ if __name__ == "__main__":  # before 20 minutes of training, and before the impo
     require("make demo", ["stanza", "sacrebleu", "compare", "plots"])
 import demo_report as report  # noqa: E402
 from fairseq_mgsa import systems as registry  # noqa: E402
-from fairseq_mgsa.analysis import compare, compare_report  # noqa: E402
-from fairseq_mgsa.analysis.compare_matched import PEER, matched_args  # noqa: E402
+from fairseq_mgsa.analysis import compare  # noqa: E402  (the package: its names load when used)
+from fairseq_mgsa.analysis.compare import report as compare_report  # noqa: E402
+from fairseq_mgsa.analysis.compare.matched import PEER, matched_args  # noqa: E402
 from mgsa_preprocess.synthetic import write_corpus  # noqa: E402
 
 compare.quiet_other_libraries()  # importing fairseq sets the root logger to DEBUG

@@ -6,7 +6,7 @@ initialisation cost) without the token embeddings, which both share: the totals 
 agree within 5% at any vocabulary size. The registry (fairseq_mgsa/systems.py) holds the
 widths this gives at its sizes; the demo calls matched_args for its own small dimensions.
 
-    python -m fairseq_mgsa.analysis.compare_matched --size base    # the options, and the counts
+    python -m fairseq_mgsa.analysis.compare.matched --size base    # the options, and the counts
 """
 
 import argparse

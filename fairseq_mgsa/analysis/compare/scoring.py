@@ -1,0 +1,142 @@
+"""mgsa-compare's scores: sacrebleu's BLEU and chrF, and its paired bootstrap resampling
+(`sacrebleu --paired-bs`) against the baseline, on each seed pair and on all seed pairs pooled;
+the verdict; exact match; BLEU by n-gram order (the paper's Figure 2).
+
+Seeds are paired: seed i of a system with seed i of the baseline, for the seeds both have
+(k = the smaller of the two counts). Δ, p and the verdict are all taken on those k pairs, so
+the verdict agrees with the test it cites; a system's BLEU and chrF columns are over all its
+own seeds. Why not all seeds: a paired test needs one baseline output per system output, and
+repeating one side's seed would count one training run's luck several times; every seed
+against every seed costs n x m times the memory of sacrebleu's bootstrap, which already holds
+resamples x sentences x statistics at once (chrF, 3 seed pairs of 3,000 sentences: 1,000 x
+9,000 x 18 float32, 0.65 GB).
+"""
+
+import math
+from typing import Dict, List, Optional, Tuple
+
+from sacrebleu.metrics import BLEU, CHRF
+from sacrebleu.significance import PairedTest
+
+from .runs import CompareError, Runs
+
+ALPHA = 0.05
+MAX_ORDER = 8  # n-gram orders 1..8, as the paper's Figure 2
+
+
+def mean_sd(values: List[float]) -> Tuple[float, Optional[float]]:
+    """Mean and sample standard deviation (None for one value: no spread to claim)."""
+    mean = sum(values) / len(values)
+    if len(values) < 2:
+        return mean, None
+    return mean, math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+
+
+def verdict(delta: float, p_value: Optional[float], spread: Optional[float], alpha: float = ALPHA,
+            one: str = "seed") -> str:
+    """Ahead or behind only where p < alpha and the difference of the seeds' means exceeds
+    `spread` (the two systems' seed sds added: their mean ± sd intervals do not overlap).
+    spread None: one seed (pair); the verdict rests on p alone and says so (`one` names it)."""
+    # delta 0: sacrebleu's bootstrap gives identical outputs its smallest p, not 1
+    if p_value is None or p_value >= alpha or delta == 0:
+        return "not significantly different"
+    side = "ahead" if delta > 0 else "behind"
+    if spread is None:
+        return f"{side} (p only: one {one}, no spread)"
+    return side if abs(delta) > spread else "within the seeds' spread"
+
+
+def ngram_stats(hyps: List[str], refs: List[str], tokenize: str, lowercase: bool, max_order: int):
+    """Per order 1..max_order: the modified n-gram precision p_n (clipped matches / hypothesis
+    n-grams, unsmoothed) and cumulative BLEU-n, both from sacrebleu's statistics."""
+    score = BLEU(max_ngram_order=max_order, tokenize=tokenize, lowercase=lowercase, force=True).corpus_score(hyps, [refs])
+    precision = [100.0 * c / t if t else 0.0 for c, t in zip(score.counts, score.totals)]
+    bleu_n = [BLEU(max_ngram_order=n, tokenize=tokenize, lowercase=lowercase, force=True).corpus_score(hyps, [refs]).score
+              for n in range(1, max_order + 1)]
+    return precision, bleu_n
+
+
+def paired(named_hyps: List[Tuple[str, List[str]]], refs: List[str], metrics: dict, samples: int):
+    """sacrebleu's paired bootstrap of every system against the first: {name: (BLEU, chrF) results}."""
+    test = PairedTest(named_hyps, metrics, [refs], test_type="bs", n_samples=samples)
+    signatures, table = test()
+    rows = [table[k] for k in table if k != "System"]  # sacrebleu names chrF "chrF2"
+    return signatures, {name: tuple(r[i] for r in rows) for i, (name, _) in enumerate(named_hyps)}
+
+
+def exact_match(hyps: List[List[str]], refs: List[str], lowercase: bool) -> float:
+    """% of hypotheses equal to their reference (case-insensitive with lowercase, as the scores)."""
+    same = (lambda h, r: h.lower() == r.lower()) if lowercase else (lambda h, r: h == r)  # noqa: E731
+    return round(100.0 * sum(same(h, r) for seed in hyps for h, r in zip(seed, refs)) / (len(refs) * len(hyps)), 1)
+
+
+def compare(systems: Dict[str, Runs], refs: List[str], baseline: str, bootstrap_samples: int = 1000,
+            tokenize: str = "13a", lowercase: bool = False, max_order: int = MAX_ORDER) -> dict:
+    """Every system against `baseline`: scores per seed, mean and sd, paired bootstrap per seed
+    pair and pooled over the pairs, verdict, exact match, n-gram orders, parameters and speed."""
+    if baseline not in systems:
+        raise CompareError(f"--baseline {baseline} names no --system (the systems: {', '.join(systems)})")
+    if bootstrap_samples < 1:
+        raise CompareError(f"{bootstrap_samples} bootstrap samples: a positive number expected")
+    metrics = {"BLEU": BLEU(tokenize=tokenize, lowercase=lowercase, force=True), "chrF": CHRF(lowercase=lowercase)}
+    base, others = systems[baseline], [n for n in systems if n != baseline]
+    pairs = {n: min(len(systems[n].hyps), len(base.hyps)) for n in others}
+    # seed pair i: seed i of every system that has one, with the baseline's seed i
+    per_seed, signatures = [], {}
+    for i in range(max(pairs.values(), default=0)):
+        named = [(baseline, base.hyps[i])] + [(n, systems[n].hyps[i]) for n in others if i < pairs[n]]
+        signatures, results = paired(named, refs, metrics, bootstrap_samples)
+        per_seed.append(results)
+    # pooled: the k pairs' sentences as one test set (references repeated)
+    pooled = {}
+    for n, k in pairs.items():
+        named = [(baseline, sum(base.hyps[:k], [])), (n, sum(systems[n].hyps[:k], []))]
+        pooled[n] = paired(named, refs * k, metrics, bootstrap_samples)[1][n] if k > 1 else per_seed[0][n]
+
+    models = {}
+    for n, s in systems.items():
+        bleu = [metrics["BLEU"].corpus_score(h, [refs]).score for h in s.hyps]
+        chrf = [metrics["chrF"].corpus_score(h, [refs]).score for h in s.hyps]
+        stats = [ngram_stats(h, refs, tokenize, lowercase, max_order) for h in s.hyps]
+        (bleu_mean, bleu_sd), (chrf_mean, chrf_sd) = mean_sd(bleu), mean_sd(chrf)
+        models[n] = {
+            "label": s.label, "seeds": s.seeds,
+            "bleu": [round(x, 2) for x in bleu], "bleu_mean": round(bleu_mean, 2),
+            "bleu_sd": None if bleu_sd is None else round(bleu_sd, 2),
+            "chrf": [round(x, 2) for x in chrf], "chrf_mean": round(chrf_mean, 2),
+            "chrf_sd": None if chrf_sd is None else round(chrf_sd, 2),
+            "exact_match": exact_match(s.hyps, refs, lowercase),
+            "ngram_precision": [round(sum(p[k] for p, _ in stats) / len(stats), 2) for k in range(max_order)],
+            "bleu_n": [round(sum(b[k] for _, b in stats) / len(stats), 2) for k in range(max_order)],
+            "params": s.params, "updates_per_second": s.updates_per_second,
+            "decode_sentences_per_second": s.decode_sentences_per_second, "valid_curve": s.valid_curve,
+            "runs": s.runs, "_bleu": bleu, "_chrf": chrf,
+        }
+    b = models[baseline]
+    for n, m in models.items():
+        m["ngram_precision_gain"] = [round(x - y, 2) for x, y in zip(m["ngram_precision"], b["ngram_precision"])]
+        m["bleu_n_gain"] = [round(x - y, 2) for x, y in zip(m["bleu_n"], b["bleu_n"])]
+        for key, ratio in (("updates_per_second", "train_speed_ratio"), ("decode_sentences_per_second", "decode_speed_ratio")):
+            m[ratio] = round(m[key] / b[key], 3) if m[key] and b[key] else None
+        if n == baseline:
+            m.update(bleu_p_value=None, chrf_p_value=None, seed_p_values=None, verdict=None, delta_bleu=None,
+                     delta_chrf=None, seed_pairs=None)
+            continue
+        k = pairs[n]
+        # Δ on the k seed pairs, as the test: the difference of the pairs' (rounded) means
+        delta = {key: round(round(mean_sd(m[f"_{key}"][:k])[0], 2) - round(mean_sd(b[f"_{key}"][:k])[0], 2), 2)
+                 for key in ("bleu", "chrf")}
+        sds = [mean_sd(x["_bleu"][:k])[1] for x in (m, b)]
+        spread = None if None in sds else sum(round(sd, 2) for sd in sds)
+        bleu_p, chrf_p = pooled[n][0].p_value, pooled[n][1].p_value
+        one = "seed" if len(m["bleu"]) == len(b["bleu"]) == 1 else "seed pair"
+        m.update(delta_bleu=delta["bleu"], delta_chrf=delta["chrf"], bleu_p_value=bleu_p, chrf_p_value=chrf_p,
+                 seed_pairs=k, seed_p_values=[per_seed[i][n][0].p_value for i in range(k)],
+                 bleu_ci95=pooled[n][0].ci, verdict=verdict(delta["bleu"], bleu_p, spread, one=one))
+    for m in models.values():
+        del m["_bleu"], m["_chrf"]
+    if not signatures:  # the baseline alone: no test, the metrics' own signatures (after scoring)
+        signatures = {name: metric.get_signature() for name, metric in metrics.items()}
+    return {"baseline": baseline, "bootstrap_samples": bootstrap_samples, "alpha": ALPHA,
+            "test_sentences": len(refs), "max_order": max_order, "tokenize": tokenize, "lowercase": lowercase,
+            "signature": {name: str(sig) for name, sig in signatures.items()}, "models": models}

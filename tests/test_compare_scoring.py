@@ -1,0 +1,130 @@
+"""mgsa-compare's scoring and report (issue 27, points 1, 3, 6): unequal seed counts paired
+explicitly, --lowercase everywhere, and compare-mt's HTML report with every system's examples."""
+
+import json
+import random
+import re
+
+import pytest
+import sacrebleu
+
+from fairseq_mgsa.analysis import compare as cmp
+from mgsa_preprocess.synthetic import write_corpus
+
+
+@pytest.fixture(scope="module")
+def refs(tmp_path_factory):
+    raw = tmp_path_factory.mktemp("raw")
+    write_corpus(str(raw), (("test", 120),), seed=4)
+    return (raw / "test.tgt").read_text().split("\n")[:-1]
+
+
+def corrupt(refs, rate, seed):
+    rng = random.Random(seed)
+    out = []
+    for r in refs:
+        words = r.split()
+        for i in range(len(words)):
+            if rng.random() < rate:
+                words[i] = "xx"
+        out.append(" ".join(words))
+    return out
+
+
+def write(path, lines):
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return str(path)
+
+
+def table(results):
+    from fairseq_mgsa.analysis.compare import report
+    return report.terminal_table(results)
+
+
+def bleu(hyps, refs):
+    return sacrebleu.corpus_bleu(hyps, [refs]).score
+
+
+# --- point 1: unequal seed counts -------------------------------------------------------------
+
+@pytest.mark.parametrize("seeds", [(3, 1), (1, 3)])
+def test_unequal_seed_counts_pair_seed_i_with_seed_i_and_the_verdict_agrees(refs, seeds):
+    """The issue's case (baseline 3 seeds, system 1) and the other way: Δ, p and the verdict come
+    from the same seed pairs (seed i with the baseline's seed i, for the seeds both have)."""
+    n_base, n_sys = seeds
+    # the baseline's seeds far apart (one of them perfect): its mean is high, its seed 1 poor
+    base = [corrupt(refs, 0.35, 1), list(refs), corrupt(refs, 0.05, 3)][:n_base]
+    system = [corrupt(refs, 0.15, 11), corrupt(refs, 0.9, 12), corrupt(refs, 0.9, 13)][:n_sys]
+    r = cmp.compare({"base": cmp.Runs("base", "Base", base), "x": cmp.Runs("x", "X", system)}, refs, "base",
+                    bootstrap_samples=200)
+    m = r["models"]["x"]
+    pair = round(bleu(system[0], refs), 2) - round(bleu(base[0], refs), 2)
+    # the test it cites: seed 1 against the baseline's seed 1 (sacrebleu's paired bootstrap)
+    assert m["bleu_p_value"] < 0.05 and m["verdict"] == "ahead (p only: one seed pair, no spread)"
+    assert m["delta_bleu"] == pytest.approx(pair, abs=0.011) and m["delta_bleu"] > 5
+    assert m["seed_pairs"] == 1 and len(m["seed_p_values"]) == 1
+    # while the means of all seeds point the other way: the table says which Δ it shows
+    assert m["bleu_mean"] < r["models"]["base"]["bleu_mean"]
+    text = table(r)
+    row = next(line for line in text.splitlines() if line.startswith("X "))
+    assert f"{n_sys} (1 pair)" in row and f"+{m['delta_bleu']:.2f}" in row
+    assert (f"X has {n_sys} seed{'s' if n_sys > 1 else ''} and the baseline {n_base}: its Δ, p and verdict "
+            f"compare seed i with the baseline's seed i for the 1 seed pair both have") in text
+
+
+def test_equal_seed_counts_delta_is_the_difference_of_the_means(refs):
+    base = [corrupt(refs, 0.3, s) for s in (1, 2)]
+    system = [corrupt(refs, 0.1, s) for s in (3, 4)]
+    r = cmp.compare({"b": cmp.Runs("b", "B", base), "s": cmp.Runs("s", "S", system)}, refs, "b",
+                    bootstrap_samples=100)
+    m = r["models"]["s"]
+    assert m["seed_pairs"] == 2 and m["delta_bleu"] == round(m["bleu_mean"] - r["models"]["b"]["bleu_mean"], 2)
+    assert "both have" not in table(r) and "pair)" not in table(r)
+
+
+def test_two_seed_pairs_of_three_use_the_pairs_spread(refs):
+    base = [corrupt(refs, 0.3, s) for s in (1, 2, 3)]
+    system = [corrupt(refs, 0.1, s) for s in (4, 5)]
+    r = cmp.compare({"b": cmp.Runs("b", "B", base), "s": cmp.Runs("s", "S", system)}, refs, "b",
+                    bootstrap_samples=100)
+    m = r["models"]["s"]
+    b_pair = [round(bleu(h, refs), 2) for h in base[:2]]
+    s_pair = [round(bleu(h, refs), 2) for h in system]
+    assert m["seed_pairs"] == 2 and len(m["seed_p_values"]) == 2
+    assert m["delta_bleu"] == pytest.approx(sum(s_pair) / 2 - sum(b_pair) / 2, abs=0.011)
+    assert m["verdict"] == "ahead"
+
+
+# --- point 3: --lowercase everywhere ----------------------------------------------------------
+
+def test_lowercase_reaches_exact_match_and_compare_mt(refs, tmp_path, monkeypatch):
+    ref = write(tmp_path / "ref.txt", refs)
+    upper = write(tmp_path / "upper.txt", [r.upper() for r in refs])
+    monkeypatch.chdir(tmp_path)
+    assert cmp.main(["--ref", ref, "--system", f"a={ref}", "--system", f"u={upper}", "--lowercase",
+                     "--out", "out", "--bootstrap-samples", "10"]) == 0
+    m = json.loads((tmp_path / "out" / "results.json").read_text())["models"]["u"]
+    assert m["bleu"] == [100.0] and m["chrf"] == [100.0] and m["exact_match"] == 100.0
+    # compare-mt's sentence BLEU by length: the upper-cased system equals the reference there too
+    text = (tmp_path / "out" / "compare-mt" / "report.txt").read_text()
+    block = text.split("statistic type: BLEU")[1].split("\n\n")[0]
+    rows = [line.split("\t") for line in block.strip().splitlines()[1:]]
+    assert any(float(r[1]) == 100.0 for r in rows) and all(r[1] == r[2] for r in rows)
+
+
+# --- point 6: compare-mt's HTML report --------------------------------------------------------
+
+def test_compare_mt_html_shows_every_systems_examples_escaped(refs, tmp_path, monkeypatch):
+    ref = write(tmp_path / "ref.txt", refs)
+    base = write(tmp_path / "base.txt", corrupt(refs, 0.3, 1))
+    one = write(tmp_path / "one.txt", [h.replace("xx", "<unk>") for h in corrupt(refs, 0.1, 2)])
+    two = write(tmp_path / "two.txt", corrupt(refs, 0.2, 3))
+    monkeypatch.chdir(tmp_path)
+    assert cmp.main(["--ref", ref, "--system", f"base={base}", "--system", f"one={one}", "--system",
+                     f"two={two}", "--out", "out", "--bootstrap-samples", "10"]) == 0
+    html = (tmp_path / "out" / "compare-mt" / "index.html").read_text()
+    examples = html.split("Sentence Examples")[1]
+    for name in ("one", "two"):  # every system against the baseline, both ways
+        assert f"sentences where base&gt;{name} at" in examples or f"sentences where base>{name} at" in examples
+        assert re.search(rf"sentences where {name}(&gt;|>)base at", examples)
+    assert "&lt;unk&gt;" in examples and "<unk>" not in html
