@@ -1,4 +1,4 @@
-"""Probing labels (fairseq_mgsa/analysis/probing_labels.py) against trees written here,
+"""Probing labels (fairseq_mgsa/analysis/probing/labels.py) against trees written here,
 labels worked out by hand; the split, TSS classes, majority baseline; bad input."""
 
 import collections
@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from fairseq_mgsa.analysis.probing import main
-from fairseq_mgsa.analysis.probing_labels import OTHER, Sentence, build_task, read_corpus, split_indices
+from fairseq_mgsa.analysis.probing.cli import main
+from fairseq_mgsa.analysis.probing.labels import OTHER, Sentence, build_task, read_corpus, split_indices
 
 # (tree text, words, voice, tense, TSS, SPC, POS)
 TREES = [

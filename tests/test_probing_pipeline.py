@@ -9,9 +9,9 @@ import subprocess
 import pytest
 import torch
 
-from fairseq_mgsa.analysis.probing import main
-from fairseq_mgsa.analysis.probing_labels import read_corpus, split_indices
-from fairseq_mgsa.analysis.probing_train import Item, collate, pool
+from fairseq_mgsa.analysis.probing.cli import main
+from fairseq_mgsa.analysis.probing.labels import read_corpus, split_indices
+from fairseq_mgsa.analysis.probing.train import Item, collate, pool
 from fairseq_runs import SYSTEMS, env, make_data_bin, train_command
 
 
@@ -45,7 +45,7 @@ def trained(tmp_path_factory):
 
 
 def test_frozen_features_batched_equal_alone(trained):
-    from fairseq_mgsa.analysis.probing_encoders import FrozenEncoder
+    from fairseq_mgsa.analysis.probing.encoders import FrozenEncoder
     from mgsa_preprocess.trees import iter_tree_texts
 
     raw = trained / "raw"
@@ -100,7 +100,7 @@ def test_probe_end_to_end(trained, tmp_path, capsys):
 
 
 def test_boundary_features_by_hand(tmp_path):
-    from fairseq_mgsa.analysis.probing_control import MAX_PHRASES, boundary_features
+    from fairseq_mgsa.analysis.probing.control import MAX_PHRASES, boundary_features
 
     trees = tmp_path / "t.tree"
     trees.write_text("(ROOT (S (NP (DT The) (NN dog)) (VP (VBD saw) (NP (NNP Anna))) (. .)))\n")

@@ -5,7 +5,7 @@ import json
 import os
 from typing import Dict, List, Optional
 
-from .probing_labels import TASK_NAMES
+from .labels import TASK_NAMES
 
 # The paper's Table 5 (accuracy %, Toronto Book Corpus, 120K sentences per task, PEERS.md 6.4):
 # label, [Voice, Tense, TSS, SPC, POS], the paper's Avg.

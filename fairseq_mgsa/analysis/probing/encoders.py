@@ -18,17 +18,17 @@ from mgsa_preprocess.align import split_words
 from mgsa_preprocess.partition import partition
 from mgsa_preprocess.progress import bar
 
-from .. import systems as registry
-from .probing_labels import ProbeError, Sentence
-from .probing_train import Batch, Item, collate
+from ... import systems as registry
+from .labels import ProbeError, Sentence
+from .train import Batch, Item, collate
 
-USER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+USER_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # fairseq_mgsa
 SCRATCH_LAYERS = 3
 
 
 def syntactic_levels(encoder) -> int:
     """The deepest tree level an encoder's MG-SA heads read (0: it reads no tree)."""
-    from ..modules.partition import SYNTACTIC
+    from ...modules.partition import SYNTACTIC
 
     granularities = getattr(encoder, "phrase_granularities", ())
     return max((int(m.group(1)) for m in map(SYNTACTIC.match, granularities) if m), default=0)
@@ -69,7 +69,7 @@ class FrozenEncoder:
         """The sentences as the model reads them: words in the training text's form
         (Moses escapes as its dictionary shows), segmented by its BPE; for a syntactic model the
         phrases of the tree's top levels, from the task's decoding path (PhraseAnnotator)."""
-        from ..data.inference_phrases import TrainingTextForm, subword_style
+        from ...data.inference_phrases import TrainingTextForm, subword_style
 
         style, separator = subword_style(self.bpe)
         segment = self.bpe.encode if self.bpe is not None else (lambda text: text)
@@ -99,7 +99,7 @@ class FrozenEncoder:
     @torch.no_grad()
     def features(self, items: List[Item], batch_size: int, desc: str) -> Tuple[torch.Tensor, List[torch.Tensor]]:
         """(sentence features N x C, word features per sentence: list of W_i x C)."""
-        from .probing_train import pool
+        from .train import pool
 
         sentences, words = [], []
         for start in bar(iterable=range(0, len(items), batch_size), desc=desc, unit="batch"):

@@ -4,13 +4,13 @@
         [--checkpoint BASE=ckpt/base.pt --checkpoint SYN=ckpt/syn.pt --bpe subword_nmt --bpe-codes codes] \\
         [--scratch-systems transformer,mgsa_ngram,mgsa_syntactic_plain,mgsa_syntactic | none]
 
-Labels (Voice, Tense, TSS, SPC, POS; probing_labels.py) come from the trees, which are
+Labels (Voice, Tense, TSS, SPC, POS; labels.py) come from the trees, which are
 split train/valid/test 10:1:1 by a seeded shuffle. Set-up 1 (--checkpoint, repeatable):
 the frozen encoder of a trained checkpoint of any system, its top-layer states pooled
 (mean over the sentence; mean over a word's subwords), and an MLP with early stopping on
 valid. Set-up 2 (--scratch-systems): a 3-layer encoder of each registered system trained
 with the MLP from scratch on word-level input; syntactic systems get phrase boundaries
-only. Two controls show what the partition alone gives away (probing_control.py): an
+only. Two controls show what the partition alone gives away (control.py): an
 MLP on the top levels' boundaries, and the syntactic encoder (+ ON-LSTM) trained from
 scratch with every word replaced by <unk>. Writes OUT/probing.md and .json.
 """
@@ -25,11 +25,11 @@ import time
 import torch
 import torch.nn as nn
 
-from .. import systems as registry
-from .probing_control import boundary_features
-from .probing_labels import SPLITS, TASKS, ProbeError, build_task, read_corpus, split_indices
-from .probing_table import CONTROLS, data_summary, markdown, write
-from .probing_train import MLP, collate, fit, pool, shuffled_chunks
+from ... import systems as registry
+from .control import boundary_features
+from .labels import SPLITS, TASKS, ProbeError, build_task, read_corpus, split_indices
+from .table import CONTROLS, data_summary, markdown, write
+from .train import MLP, collate, fit, pool, shuffled_chunks
 
 # Set-up 2's rows: the paper's four (Table 5 rows 5-8), then every other registered system
 # with an encoder self-attention of its own. name -> (label, registry system, extra model options)
@@ -102,7 +102,7 @@ def parse_args(argv):
 
 def run_pretrained(name, path, a, corpus, tree_texts, task_data, result):
     """Set-up 1: features of the frozen encoder once, then an MLP per task."""
-    from .probing_encoders import FrozenEncoder
+    from .encoders import FrozenEncoder
 
     t0 = time.time()
     frozen = FrozenEncoder(path, a.data, a.bpe, a.bpe_codes, a.bpe_separator)
@@ -149,7 +149,7 @@ class ScratchProbe(nn.Module):
         self.mlp = MLP(encoder.embed_tokens.embedding_dim, classes, hidden, dropout)
 
     def forward(self, batch):
-        from .probing_encoders import encode
+        from .encoders import encode
 
         x, mask = encode(self.encoder, batch)  # B x T x C
         sentences, words = pool(x, mask, batch)
@@ -158,7 +158,7 @@ class ScratchProbe(nn.Module):
 
 def run_scratch(key, a, corpus, splits, task_data, workdir, blind=False):
     """Set-up 2 (or the control, blind=True): per task, the system's 3-layer encoder and the MLP, trained together."""
-    from .probing_encoders import build_vocab, scratch_encoder, syntactic_levels, tag_vocab, word_items
+    from .encoders import build_vocab, scratch_encoder, syntactic_levels, tag_vocab, word_items
 
     label, system_name, extra = SCRATCH[key]
     system = registry.get(system_name)
@@ -248,7 +248,7 @@ def main(argv=None):
     from mgsa_preprocess.errors import PreprocessError
     from mgsa_preprocess.progress import end_line
 
-    from ..errors import MGSAError
+    from ...errors import MGSAError
 
     try:
         probe(a)
