@@ -51,6 +51,7 @@ def markdown(result: dict) -> str:
                 if row.get("syntactic") and result.get(key):
                     lines.append(f"| | ↳ {result[key]['label']} | " + " | ".join(_cells(result[key]["test"], tasks))
                                  + " |")
+    lines += [""] + [f"**Warning:** {w}" for w in result.get("warnings", [])]
     lines += ["", "The paper's Table 5 (other data: Toronto Book Corpus, 120K sentences per task, Stanford parser "
               "trees; not comparable in absolute terms):", ""]
     paper_head = ["#", "model"] + [TASK_NAMES[t] for t in PAPER_TASKS] + ["Avg"]
