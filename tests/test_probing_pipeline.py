@@ -99,6 +99,7 @@ def test_probe_end_to_end(trained, tmp_path, capsys):
     assert "not comparable in absolute terms" in table and "| 8 | Syntactic Phrase + Interaction | 86.45" in table
     assert "| TSS |" in capsys.readouterr().out
     assert result["rows"]["pretrained"][0]["unknown_token_rate"] == 0 and result["warnings"] == []
+    assert "- <unk> tokens of the probing text in each checkpoint's dictionary: syn 0.0%" in table.splitlines()
 
 
 def run_cli(capsys, argv):

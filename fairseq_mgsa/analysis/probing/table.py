@@ -88,4 +88,7 @@ def write(result: dict, out: str) -> Dict[str, str]:
         json.dump(dict(result, paper=PAPER), f, indent=1)
     with open(paths["markdown"], "w") as f:
         f.write("# Probing (Table 5)\n\n" + markdown(result) + "\n" + data_summary(result))
+        rates = [f"{r['name']} {100 * r['unknown_token_rate']:.1f}%" for r in result["rows"].get("pretrained", [])]
+        if rates:
+            f.write("- <unk> tokens of the probing text in each checkpoint's dictionary: " + ", ".join(rates) + "\n")
     return paths
