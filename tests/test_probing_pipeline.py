@@ -129,8 +129,8 @@ def test_bpe_checkpoint_without_bpe_is_refused(trained, tmp_path, capsys):
 
 def test_wrong_data_is_one_line(trained, tmp_path, capsys):
     raw, ckpt = trained / "raw", trained / "ckpt" / "checkpoint_last.pt"
-    expected = ("expected the data directory the checkpoint was trained on, holding its dictionaries dict.SRC.txt "
-                "and dict.TGT.txt (and dict.SRC.tags.txt for syntactic MG-SA)")
+    expected = "expected the data directory the checkpoint was trained on, holding its dictionaries dict.SRC.txt and " \
+               "dict.TGT.txt"
 
     def run(data):
         return run_cli(capsys, ["--trees", str(raw / "valid.src.tree"), "--out", str(tmp_path / "o"), "--tasks", "pos",
@@ -143,9 +143,9 @@ def test_wrong_data_is_one_line(trained, tmp_path, capsys):
     assert run(raw) == (2, f"mgsa-probe: error: {raw}: no dict.*.txt in it (--data): {expected}")
     copy = tmp_path / "data-bin"
     shutil.copytree(trained / "data-bin", copy)
-    (copy / "dict.src.tags.txt").unlink()
-    assert run(copy) == (2, f"mgsa-probe: error: {ckpt}: --data {copy} has no dict.src.tags.txt: {expected}")
-    shutil.copy(trained / "data-bin" / "dict.src.tags.txt", copy)
+    (copy / "dict.tgt.txt").unlink()  # fairseq reads the languages src-tgt from the binaries' names
+    assert run(copy) == (2, f"mgsa-probe: error: {ckpt}: --data {copy} has no dict.tgt.txt: {expected}")
+    shutil.copy(trained / "data-bin" / "dict.tgt.txt", copy)
     for lang in ("src", "tgt"):  # a smaller dictionary than the model's embeddings
         lines = (copy / f"dict.{lang}.txt").read_text().splitlines(True)
         (copy / f"dict.{lang}.txt").write_text("".join(lines[:-8]))

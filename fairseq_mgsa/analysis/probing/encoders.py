@@ -46,7 +46,7 @@ def encode(encoder, batch: Batch) -> Tuple[torch.Tensor, torch.Tensor]:
 # Above this share of <unk> tokens a frozen encoder's row mostly probes what it makes of <unk>.
 UNK_LIMIT = 0.05
 EXPECTED_DATA = ("the data directory the checkpoint was trained on, holding its dictionaries dict.SRC.txt and "
-                 "dict.TGT.txt (and dict.SRC.tags.txt for syntactic MG-SA)")
+                 "dict.TGT.txt")
 
 
 def _first_line(e: BaseException) -> str:
@@ -106,7 +106,7 @@ def load_checkpoint(path: str, data: Optional[str], option: str = "--checkpoint"
     where = "--data " + data if data else f"its data directory {data_dir}"
     try:
         models, _, task = checkpoint_utils.load_model_ensemble_and_task([path], state=state)
-    except FileNotFoundError as e:  # a dictionary the task needs beyond dict.SRC/TGT.txt (dict.SRC.tags.txt)
+    except FileNotFoundError as e:  # a dictionary of the languages fairseq read from the binaries' names
         raise ProbeError(f"{where} has no {os.path.basename(e.filename or str(e))}: expected {EXPECTED_DATA}", path)
     except RuntimeError as e:
         if "size mismatch" not in str(e):
