@@ -44,7 +44,7 @@ setup(
             "mgsa-user-dir = fairseq_mgsa.user_dir:main",
             "mgsa-attention = fairseq_mgsa.analysis.attention_maps:main",
             "mgsa-compare = fairseq_mgsa.analysis.compare:main",
-            "mgsa-probe = fairseq_mgsa.analysis.probing:main",
+            "mgsa-probe = fairseq_mgsa.analysis.probing.cli:main",
         ],
     },
 )

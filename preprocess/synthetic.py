@@ -12,7 +12,7 @@ rules that need the constituent structure:
   phrase, although the source string can be the same for both attachments.
 
 A clause may open with a PP and a comma, or an adverb (kept in place). Clauses come in two tenses (past VBD, present VBZ) and two voices, so that the
-probing tasks (fairseq_mgsa/analysis/probing_labels.py) have two classes each. A
+probing tasks (fairseq_mgsa/analysis/probing/labels.py) have two classes each. A
 passive clause is a verb group of its own, built for the same rules: the auxiliary
 takes the participle's VP as its complement, and both VPs are verb-final,
 ``VP(VBD was, VP(VBN seen, PP(by NP), PP))`` -> ``PP(by)' PP' VBN' VBD'``; the agent's

@@ -1,4 +1,4 @@
-"""Probing labels (fairseq_mgsa/analysis/probing_labels.py) against trees written here,
+"""Probing labels (fairseq_mgsa/analysis/probing/labels.py) against trees written here,
 labels worked out by hand; the split, TSS classes, majority baseline; bad input."""
 
 import collections
@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from fairseq_mgsa.analysis.probing import main
-from fairseq_mgsa.analysis.probing_labels import OTHER, Sentence, build_task, read_corpus, split_indices
+from fairseq_mgsa.analysis.probing.cli import main
+from fairseq_mgsa.analysis.probing.labels import OTHER, Sentence, build_task, read_corpus, split_indices
 
 # (tree text, words, voice, tense, TSS, SPC, POS)
 TREES = [
@@ -165,3 +165,118 @@ def test_passive_translation_is_verb_final_in_both_vps():
                       Node(",", ","), np_, vp, Node(".", ".")])
     # clause-level PP keeps its place and takes the VP word; inner VP: by-PP, PP, participle; then "is"
     assert " ".join(translate(tree)) == "apud en monto , da hundo far Ana kun en libro vidita estas ."
+
+
+def test_too_few_trees_for_the_split_is_one_line(tmp_path, capsys):
+    trees = tmp_path / "small.tree"
+    trees.write_text("".join(t[0].replace("\n", " ") + "\n" for t in (TREES + TREES)[:11]))
+    # reference: 10:1:1 gives valid and test n // 12 sentences each: none below 12
+    assert [len(split_indices(n, 1)["test"]) for n in (11, 12)] == [0, 1] == [n // 12 for n in (11, 12)]
+    for scratch in ("none", "transformer"):  # before: exit 0 with majority 0.00 / a crash in max()
+        code, last = run_cli(capsys, ["--trees", str(trees), "--out", str(tmp_path / "o"), "--tasks", "tense,pos",
+                                      "--scratch-systems", scratch])
+        assert code == 2
+        assert last == (f"mgsa-probe: error: {trees}: 11 trees split 10:1:1 give train 11, valid 0, test 0: every "
+                        f"split needs a sentence, which takes 12 trees at least with --split 10:1:1")
+    code, last = run_cli(capsys, ["--trees", str(trees), "--out", str(tmp_path / "o"), "--split", "2:1:1",
+                                  "--tasks", "pos", "--scratch-systems", "none", "--epochs", "1"])
+    assert code == 0 and last == ""  # 2:1:1 cuts 11 trees 7/2/2
+    assert json.loads((tmp_path / "o" / "probing.json").read_text())["data"]["split_sizes"] == \
+        {"train": 7, "valid": 2, "test": 2}
+
+
+def test_task_without_labels_in_a_split_is_one_line():
+    # the test split holds only the infinitive and the fragment, which have no Tense
+    sentences = read_corpus_from(TREES)
+    splits = {"train": [0, 1, 2, 3], "valid": [6], "test": [4, 5]}
+    with pytest.raises(Exception) as e:  # before: accepted, majority 0.00 and a crash in training
+        build_task("tense", sentences, splits, "c.tree")
+    assert str(e.value) == ("c.tree: task Tense: none of the 2 sentences of the test split has a label (no finite "
+                            "main verb): give more trees or leave the task out with --tasks")
+    assert build_task("pos", sentences, splits, "c.tree").ids["test"] == [4, 5]
+
+
+def read_corpus_from(trees):
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        path = f"{d}/c.tree"
+        with open(path, "w") as f:
+            f.write("\n".join(t[0] for t in trees) + "\n")
+        return read_corpus(path)
+
+
+def test_not_utf8_names_file_and_line(tmp_path, corpus_files, capsys):
+    trees, text = corpus_files
+    latin = tmp_path / "latin.tree"
+    raw = trees.read_bytes().split(b"\n")
+    k = next(i for i, line in enumerate(raw) if b"book" in line)  # the multi-line tree's 4th line
+    raw[k] = raw[k].replace(b"book", b"b\xf6ok")
+    latin.write_bytes(b"\n".join(raw))
+    column = raw[k].index(b"\xf6") + 1
+    code, last = run_cli(capsys, ["--trees", str(latin), "--out", str(tmp_path / "o")])
+    assert code == 2  # before: a UnicodeDecodeError traceback naming neither file nor line
+    assert last == (f"mgsa-probe: error: {latin}:{k + 1}: not UTF-8 text (--trees): byte 0xf6 at byte {column} of "
+                    f"the line; convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8)")
+    bad_text = tmp_path / "latin.txt"
+    bad_text.write_bytes(text.read_bytes().replace(b"Boris", b"B\xf6ris"))
+    code, last = run_cli(capsys, ["--trees", str(trees), "--text", str(bad_text), "--out", str(tmp_path / "o")])
+    column = TREES[3][1].index("Boris") + 2
+    assert code == 2
+    assert last == (f"mgsa-probe: error: {bad_text}:4: not UTF-8 text (--text): byte 0xf6 at byte {column} of the "
+                    f"line; convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8)")
+    assert not (tmp_path / "o").exists()
+
+
+def test_not_a_checkpoint_is_one_line(tmp_path, corpus_files, capsys):
+    trees, _ = corpus_files
+    notes = tmp_path / "notes.txt"
+    notes.write_text("hello\n")
+    many = tmp_path / "many.tree"
+    many.write_text("\n".join(t[0] for t in TREES * 2) + "\n")
+    code, last = run_cli(capsys, ["--trees", str(many), "--out", str(tmp_path / "o"), "--tasks", "pos",
+                                  "--checkpoint", f"X={notes}", "--scratch-systems", "none"])
+    assert code == 2  # before: a KeyError traceback from torch.load
+    assert last == (f"mgsa-probe: error: {notes}: not a fairseq checkpoint (--checkpoint X): it cannot be loaded as "
+                    f"one (KeyError: 101)")
+    code, last = run_cli(capsys, ["--trees", str(many), "--out", str(tmp_path / "o"), "--tasks", "pos",
+                                  "--checkpoint", f"X={tmp_path}", "--scratch-systems", "none"])
+    assert last == (f"mgsa-probe: error: {tmp_path}: a directory, not a checkpoint (--checkpoint X): give a .pt file "
+                    f"in it, e.g. checkpoint_best.pt")
+    assert not (tmp_path / "o").exists()
+
+
+def test_unknown_rate_warning_and_refusal():
+    from types import SimpleNamespace
+
+    from fairseq.data import Dictionary
+
+    from fairseq_mgsa.analysis.probing.encoders import check_unknown
+    from fairseq_mgsa.analysis.probing.labels import ProbeError
+    from fairseq_mgsa.analysis.probing.table import markdown
+
+    words, pieces = Dictionary(), Dictionary()
+    for w in ("the", "dog", "saw"):
+        words.add_symbol(w)
+    for w in ("the", "d@@", "og", "s@@", "aw"):
+        pieces.add_symbol(w)
+
+    def frozen(dictionary, unknown, total):
+        return SimpleNamespace(unknown=unknown, total=total, src_dict=dictionary, bpe_separator="@@",
+                               option="--checkpoint X", path="x.pt")
+
+    assert check_unknown(frozen(pieces, 5, 100), bpe_given=False) is None  # 5% is not above the limit
+    with pytest.raises(ProbeError) as e:
+        check_unknown(frozen(pieces, 59, 100), bpe_given=False)
+    assert str(e.value) == ("x.pt: 59.0% of the probing text's tokens are <unk> in its dictionary (59 of 100): the "
+                            "dictionary holds subwords (2 of its 9 entries are BPE pieces, e.g. ending in '@@') and no "
+                            "--bpe was given; give the BPE it was trained with, e.g. --bpe subword_nmt --bpe-codes "
+                            "CODES (--checkpoint X)")
+    # a word-level dictionary, or the BPE given: a warning, on the terminal and in the table
+    for dictionary, bpe in ((words, False), (pieces, True)):
+        warning = check_unknown(frozen(dictionary, 12, 100), bpe_given=bpe)
+        assert warning == ("--checkpoint X (x.pt): 12.0% of the probing text's tokens are <unk> in its dictionary "
+                           "(12 of 100), above 5%: its row mostly probes what the encoder makes of <unk>; check "
+                           "--bpe/--bpe-codes and --data")
+    table = markdown({"tasks": ["pos"], "majority": {"pos": 50.0}, "rows": {}, "warnings": [warning]})
+    assert f"**Warning:** {warning}" in table.splitlines()

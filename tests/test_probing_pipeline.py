@@ -4,14 +4,15 @@ and the partition-only control; batched pooling and features against plain refer
 
 import collections
 import json
+import shutil
 import subprocess
 
 import pytest
 import torch
 
-from fairseq_mgsa.analysis.probing import main
-from fairseq_mgsa.analysis.probing_labels import read_corpus, split_indices
-from fairseq_mgsa.analysis.probing_train import Item, collate, pool
+from fairseq_mgsa.analysis.probing.cli import main
+from fairseq_mgsa.analysis.probing.labels import read_corpus, split_indices
+from fairseq_mgsa.analysis.probing.train import Item, collate, pool
 from fairseq_runs import SYSTEMS, env, make_data_bin, train_command
 
 
@@ -45,7 +46,7 @@ def trained(tmp_path_factory):
 
 
 def test_frozen_features_batched_equal_alone(trained):
-    from fairseq_mgsa.analysis.probing_encoders import FrozenEncoder
+    from fairseq_mgsa.analysis.probing.encoders import FrozenEncoder
     from mgsa_preprocess.trees import iter_tree_texts
 
     raw = trained / "raw"
@@ -97,10 +98,64 @@ def test_probe_end_to_end(trained, tmp_path, capsys):
         assert "control: partition only, syntactic encoder" in lines[k + 2]
     assert "not comparable in absolute terms" in table and "| 8 | Syntactic Phrase + Interaction | 86.45" in table
     assert "| TSS |" in capsys.readouterr().out
+    assert result["rows"]["pretrained"][0]["unknown_token_rate"] == 0 and result["warnings"] == []
+    assert "- <unk> tokens of the probing text in each checkpoint's dictionary: syn 0.0%" in table.splitlines()
+
+
+def run_cli(capsys, argv):
+    code = main(argv)
+    err = capsys.readouterr().err.strip()
+    return code, err.splitlines()[-1] if err else ""
+
+
+def test_bpe_checkpoint_without_bpe_is_refused(trained, tmp_path, capsys):
+    raw, ckpt = trained / "raw", trained / "ckpt" / "checkpoint_last.pt"
+    # reference: the probing text's words looked up in the checkpoint's dictionary file
+    symbols = [line.split()[0] for line in (trained / "data-bin" / "dict.src.txt").read_text().splitlines()]
+    words = (raw / "train.src").read_text().split()
+    unknown = sum(w not in set(symbols) for w in words)
+    pieces = sum(s.endswith("@@") for s in symbols)
+    assert unknown / len(words) > 0.05 and pieces > 0
+    code, last = run_cli(capsys, ["--trees", str(raw / "train.src.tree"), "--text", str(raw / "train.src"),
+                                  "--out", str(tmp_path / "o"), "--tasks", "pos", "--checkpoint", f"syn={ckpt}",
+                                  "--scratch-systems", "none"])
+    assert code == 2  # before: probed on, the rate only in probing.json
+    assert last == (f"mgsa-probe: error: {ckpt}: {100 * unknown / len(words):.1f}% of the probing text's tokens are "
+                    f"<unk> in its dictionary ({unknown} of {len(words)}): the dictionary holds subwords ({pieces} of "
+                    f"its {len(symbols) + 4} entries are BPE pieces, e.g. ending in '@@') and no --bpe was given; "
+                    f"give the BPE it was trained with, e.g. --bpe subword_nmt --bpe-codes CODES (--checkpoint syn)")
+    assert not (tmp_path / "o").exists()
+
+
+def test_wrong_data_is_one_line(trained, tmp_path, capsys):
+    raw, ckpt = trained / "raw", trained / "ckpt" / "checkpoint_last.pt"
+    expected = "expected the data directory the checkpoint was trained on, holding its dictionaries dict.SRC.txt and " \
+               "dict.TGT.txt"
+
+    def run(data):
+        return run_cli(capsys, ["--trees", str(raw / "valid.src.tree"), "--out", str(tmp_path / "o"), "--tasks", "pos",
+                                "--checkpoint", f"syn={ckpt}", "--data", str(data), "--bpe", "subword_nmt",
+                                "--bpe-codes", str(trained / "codes"), "--scratch-systems", "none"])
+
+    # before: FileNotFoundError, "Could not infer language pair", a size mismatch: tracebacks
+    assert run(tmp_path / "nowhere") == (2, f"mgsa-probe: error: {tmp_path / 'nowhere'}: no such directory (--data): "
+                                            f"{expected}")
+    assert run(raw) == (2, f"mgsa-probe: error: {raw}: no dict.*.txt in it (--data): {expected}")
+    copy = tmp_path / "data-bin"
+    shutil.copytree(trained / "data-bin", copy)
+    (copy / "dict.tgt.txt").unlink()  # fairseq reads the languages src-tgt from the binaries' names
+    assert run(copy) == (2, f"mgsa-probe: error: {ckpt}: --data {copy} has no dict.tgt.txt: {expected}")
+    shutil.copy(trained / "data-bin" / "dict.tgt.txt", copy)
+    for lang in ("src", "tgt"):  # a smaller dictionary than the model's embeddings
+        lines = (copy / f"dict.{lang}.txt").read_text().splitlines(True)
+        (copy / f"dict.{lang}.txt").write_text("".join(lines[:-8]))
+    assert run(copy) == (2, f"mgsa-probe: error: {ckpt}: the dictionaries of --data {copy} are not the ones it was "
+                            f"trained with (the embedding sizes differ): {expected}")
+    assert not (tmp_path / "o").exists()
 
 
 def test_boundary_features_by_hand(tmp_path):
-    from fairseq_mgsa.analysis.probing_control import MAX_PHRASES, boundary_features
+    from fairseq_mgsa.analysis.probing.control import MAX_PHRASES, boundary_features
 
     trees = tmp_path / "t.tree"
     trees.write_text("(ROOT (S (NP (DT The) (NN dog)) (VP (VBD saw) (NP (NNP Anna))) (. .)))\n")

@@ -25,7 +25,7 @@ def make_data(workdir, train_sentences, test_sentences, seed, sentences_per_line
         "--validpref", f"{raw}/valid", "--testpref", f"{raw}/test", "--destdir", data,
         "--joined-dictionary", "--workers", "1", "--trees-suffix", "tree", "--levels", "3",
         "--subword-style", "none", "--no-progress-bar"])
-    quiet = [logging.getLogger(n) for n in ("fairseq_cli.preprocess", "preprocess")]
+    quiet = [logging.getLogger(n) for n in ("fairseq_cli.preprocess", "mgsa_preprocess")]
     levels = [q.level for q in quiet]
     for q in quiet:
         q.setLevel(logging.WARNING)

@@ -1,6 +1,6 @@
 """`make analyses`: the paper's analyses on the project's grammar corpus, offline on CPU.
 
-1. A parallel corpus from the grammar (preprocess/synthetic.py) with gold trees, binarized
+1. A parallel corpus from the grammar (mgsa_preprocess.synthetic) with gold trees, binarized
    by `mgsa-preprocess --trees-suffix tree` (word level, 3 tree levels); a second, separate
    grammar sample (another seed) with its trees is the probing corpus.
 2. `fairseq-train` of the NMT models set-up 1 probes (the paper's Table 5 rows 1-4): the

@@ -10,7 +10,7 @@ those boundaries and no words:
   it, whether it starts / ends it, the phrase's index and the level's phrase count; and
   the word's position and the sentence length.
 * the syntactic encoder trained from scratch on input whose every word is <unk>
-  (probing_encoders.word_items(blind=True)): what the model itself can get from them.
+  (encoders.word_items(blind=True)): what the model itself can get from them.
 """
 
 from typing import List, Sequence, Tuple
@@ -18,7 +18,7 @@ from typing import List, Sequence, Tuple
 import torch
 from mgsa_preprocess.partition import partition
 
-from .probing_labels import Sentence
+from .labels import Sentence
 
 MAX_PHRASES = 12
 

@@ -5,7 +5,7 @@ import json
 import os
 from typing import Dict, List, Optional
 
-from .probing_labels import TASK_NAMES
+from .labels import TASK_NAMES
 
 # The paper's Table 5 (accuracy %, Toronto Book Corpus, 120K sentences per task, PEERS.md 6.4):
 # label, [Voice, Tense, TSS, SPC, POS], the paper's Avg.
@@ -51,6 +51,8 @@ def markdown(result: dict) -> str:
                 if row.get("syntactic") and result.get(key):
                     lines.append(f"| | ↳ {result[key]['label']} | " + " | ".join(_cells(result[key]["test"], tasks))
                                  + " |")
+    for w in result.get("warnings", []):  # under the table, where its figures are read
+        lines += ["", f"**Warning:** {w}"]
     lines += ["", "The paper's Table 5 (other data: Toronto Book Corpus, 120K sentences per task, Stanford parser "
               "trees; not comparable in absolute terms):", ""]
     paper_head = ["#", "model"] + [TASK_NAMES[t] for t in PAPER_TASKS] + ["Avg"]
@@ -86,4 +88,7 @@ def write(result: dict, out: str) -> Dict[str, str]:
         json.dump(dict(result, paper=PAPER), f, indent=1)
     with open(paths["markdown"], "w") as f:
         f.write("# Probing (Table 5)\n\n" + markdown(result) + "\n" + data_summary(result))
+        rates = [f"{r['name']} {100 * r['unknown_token_rate']:.1f}%" for r in result["rows"].get("pretrained", [])]
+        if rates:
+            f.write("- <unk> tokens of the probing text in each checkpoint's dictionary: " + ", ".join(rates) + "\n")
     return paths

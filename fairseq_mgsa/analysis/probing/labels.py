@@ -22,6 +22,7 @@ emptied by it.
 """
 
 import collections
+import itertools
 import random
 import re
 from dataclasses import dataclass, field
@@ -40,6 +41,7 @@ BE_GET = frozenset("be am is are was were been being 's 're 'm get gets got gott
 VERB_TAGS = frozenset(("VB", "VBD", "VBG", "VBN", "VBP", "VBZ", "MD"))
 FINITE = {"VBD": "past", "VBZ": "non-past", "VBP": "non-past", "MD": "non-past"}
 SPLITS = ("train", "valid", "test")
+NO_LABEL = {"voice": "no verb phrase under the top constituent", "tense": "no finite main verb"}
 
 # A raw node: (label, children) with children a list of raw nodes, or the word (str) of a pre-terminal.
 _TOKENS = re.compile(r"[()]|[^\s()]+")
@@ -150,15 +152,35 @@ class Sentence:
     labels: Dict[str, object]  # task -> label (a str; a list of str for word tasks; None: no label)
 
 
-def read_corpus(trees_path: str, text_path: Optional[str] = None) -> List[Sentence]:
-    """One Sentence per tree of `trees_path`; words from `text_path` (one sentence a line)
-    when given, which must have as many lines as there are trees and the trees' leaves as words."""
-    with open(trees_path, encoding="utf-8") as f:
-        trees = list(iter_tree_texts(f, trees_path))
+def read_lines(path: str, option: str) -> List[str]:
+    """The file's lines, decoded as UTF-8 one at a time, so that a byte that is not UTF-8 is an
+    error naming its line (Python's decoder names a byte offset into a buffer, mid-read)."""
+    lines = []
+    with open(path, "rb") as f:
+        for n, raw in enumerate(f, 1):
+            try:
+                lines.append(raw.decode("utf-8"))
+            except UnicodeDecodeError as e:
+                raise ProbeError(f"not UTF-8 text ({option}): byte 0x{raw[e.start]:02x} at byte {e.start + 1} of the "
+                                 f"line; convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8)", path, n)
+    return lines
+
+
+def read_tree_texts(trees_path: str) -> List[Tuple[int, str]]:
+    """(line, tree text) of every tree of the file."""
+    return list(iter_tree_texts(read_lines(trees_path, "--trees"), trees_path))
+
+
+def read_corpus(trees_path: str, text_path: Optional[str] = None,
+                trees: Optional[List[Tuple[int, str]]] = None) -> List[Sentence]:
+    """One Sentence per tree of `trees_path` (`trees`: its read_tree_texts, if read already);
+    words from `text_path` (one sentence a line) when given, which must have as many lines as
+    there are trees and the trees' leaves as words."""
+    if trees is None:
+        trees = read_tree_texts(trees_path)
     words_of = None
     if text_path is not None:
-        with open(text_path, encoding="utf-8") as f:
-            words_of = [line.split() for line in f]
+        words_of = [line.split() for line in read_lines(text_path, "--text")]
         if len(words_of) != len(trees):
             raise ProbeError(f"{len(trees)} trees, but {text_path} has {len(words_of)} lines: one tree per "
                              f"sentence is expected, in the same order", trees_path)
@@ -178,14 +200,31 @@ def read_corpus(trees_path: str, text_path: Optional[str] = None) -> List[Senten
     return sentences
 
 
+def split_sizes(n: int, ratio: Sequence[int] = (10, 1, 1)) -> Tuple[int, int, int]:
+    """(train, valid, test) sizes of n sentences cut by `ratio`."""
+    n_valid, n_test = (n * ratio[1]) // sum(ratio), (n * ratio[2]) // sum(ratio)
+    return n - n_valid - n_test, n_valid, n_test
+
+
 def split_indices(n: int, seed: int, ratio: Sequence[int] = (10, 1, 1)) -> Dict[str, List[int]]:
     """A seeded shuffle of range(n) cut train:valid:test by `ratio` (each split keeps corpus order)."""
     order = list(range(n))
     random.Random(seed).shuffle(order)
-    n_valid, n_test = (n * ratio[1]) // sum(ratio), (n * ratio[2]) // sum(ratio)
-    n_train = n - n_valid - n_test
+    n_train, n_valid, _ = split_sizes(n, ratio)
     cuts = {"train": order[:n_train], "valid": order[n_train:n_train + n_valid], "test": order[n_train + n_valid:]}
     return {k: sorted(v) for k, v in cuts.items()}
+
+
+def check_split(n: int, ratio: Sequence[int], path: str):
+    """An empty split (too few trees for the ratio) is an error naming the counts and the minimum:
+    without valid there is no early stopping, without test no figure (and no majority baseline)."""
+    sizes = split_sizes(n, ratio)
+    if min(sizes) > 0:
+        return
+    least = next(m for m in itertools.count(n + 1) if min(split_sizes(m, ratio)) > 0)  # valid, test grow with m
+    text = ":".join(map(str, ratio))
+    raise ProbeError(f"{n} trees split {text} give train {sizes[0]}, valid {sizes[1]}, test {sizes[2]}: every split "
+                     f"needs a sentence, which takes {least} trees at least with --split {text}", path)
 
 
 @dataclass
@@ -218,6 +257,11 @@ def build_task(name: str, sentences: List[Sentence], splits: Dict[str, List[int]
     raw = {s: [(i, sentences[i].labels[name]) for i in ids] for s, ids in splits.items()}
     dropped = sum(lab is None for pairs in raw.values() for _, lab in pairs)
     raw = {s: [(i, lab) for i, lab in pairs if lab is not None] for s, pairs in raw.items()}
+    for s in SPLITS:  # check_split saw sentences in every split; here: sentences with this task's label
+        if not raw[s]:
+            raise ProbeError(f"task {TASK_NAMES[name]}: none of the {len(splits[s])} sentences of the {s} split has "
+                             f"a label ({NO_LABEL.get(name, 'none read')}): give more trees or leave the task out "
+                             f"with --tasks", path)
     if name == "tss":  # the training split's 19 most frequent sequences, the rest OTHER
         freq = collections.Counter(lab for _, lab in raw["train"])
         keep = set(sorted(freq, key=lambda c: (-freq[c], c))[:TSS_CLASSES])

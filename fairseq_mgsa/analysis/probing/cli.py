@@ -4,13 +4,13 @@
         [--checkpoint BASE=ckpt/base.pt --checkpoint SYN=ckpt/syn.pt --bpe subword_nmt --bpe-codes codes] \\
         [--scratch-systems transformer,mgsa_ngram,mgsa_syntactic_plain,mgsa_syntactic | none]
 
-Labels (Voice, Tense, TSS, SPC, POS; probing_labels.py) come from the trees, which are
+Labels (Voice, Tense, TSS, SPC, POS; labels.py) come from the trees, which are
 split train/valid/test 10:1:1 by a seeded shuffle. Set-up 1 (--checkpoint, repeatable):
 the frozen encoder of a trained checkpoint of any system, its top-layer states pooled
 (mean over the sentence; mean over a word's subwords), and an MLP with early stopping on
 valid. Set-up 2 (--scratch-systems): a 3-layer encoder of each registered system trained
 with the MLP from scratch on word-level input; syntactic systems get phrase boundaries
-only. Two controls show what the partition alone gives away (probing_control.py): an
+only. Two controls show what the partition alone gives away (control.py): an
 MLP on the top levels' boundaries, and the syntactic encoder (+ ON-LSTM) trained from
 scratch with every word replaced by <unk>. Writes OUT/probing.md and .json.
 """
@@ -25,11 +25,12 @@ import time
 import torch
 import torch.nn as nn
 
-from .. import systems as registry
-from .probing_control import boundary_features
-from .probing_labels import SPLITS, TASKS, ProbeError, build_task, read_corpus, split_indices
-from .probing_table import CONTROLS, data_summary, markdown, write
-from .probing_train import MLP, collate, fit, pool, shuffled_chunks
+from ... import systems as registry
+from .control import boundary_features
+from .labels import (SPLITS, TASKS, ProbeError, build_task, check_split, read_corpus, read_tree_texts,
+                     split_indices)
+from .table import CONTROLS, data_summary, markdown, write
+from .train import MLP, collate, fit, pool, shuffled_chunks
 
 # Set-up 2's rows: the paper's four (Table 5 rows 5-8), then every other registered system
 # with an encoder self-attention of its own. name -> (label, registry system, extra model options)
@@ -100,15 +101,29 @@ def parse_args(argv):
     return a
 
 
-def run_pretrained(name, path, a, corpus, tree_texts, task_data, result):
-    """Set-up 1: features of the frozen encoder once, then an MLP per task."""
-    from .probing_encoders import FrozenEncoder
+def load_checkpoints(a, corpus, tree_texts, result):
+    """Set-up 1's checkpoints loaded, and the sentences as each reads them, before any training:
+    a file that is not a checkpoint, a wrong --data or a flood of <unk> (a BPE model read
+    without --bpe) stops here. Only the encoders stay in memory."""
+    from .encoders import FrozenEncoder, check_unknown
 
+    loaded = []
+    for name, path in a.checkpoints:
+        frozen = FrozenEncoder(path, a.data, a.bpe, a.bpe_codes, a.bpe_separator, option=f"--checkpoint {name}")
+        items = frozen.items(corpus, tree_texts)
+        warning = check_unknown(frozen, a.bpe is not None)
+        if warning:
+            print(f"mgsa-probe: warning: {warning}", file=sys.stderr, flush=True)
+            result["warnings"].append(warning)
+        loaded.append((name, frozen, items))
+    return loaded
+
+
+def run_pretrained(name, frozen, items, a, task_data, result):
+    """Set-up 1: features of the frozen encoder once, then an MLP per task."""
     t0 = time.time()
-    frozen = FrozenEncoder(path, a.data, a.bpe, a.bpe_codes, a.bpe_separator)
-    items = frozen.items(corpus, tree_texts)
     sent_feats, word_feats = frozen.features(items, a.batch_size, f"[probe] {name}: features")
-    row = {"name": name, "label": name, "checkpoint": path, "syntactic": bool(frozen.levels),
+    row = {"name": name, "label": name, "checkpoint": frozen.path, "syntactic": bool(frozen.levels),
            "unknown_token_rate": round(frozen.unknown / max(1, frozen.total), 4)}
     row.update(mlp_on_features(sent_feats, word_feats, a, task_data, name))
     row["seconds"] = round(time.time() - t0, 1)
@@ -149,7 +164,7 @@ class ScratchProbe(nn.Module):
         self.mlp = MLP(encoder.embed_tokens.embedding_dim, classes, hidden, dropout)
 
     def forward(self, batch):
-        from .probing_encoders import encode
+        from .encoders import encode
 
         x, mask = encode(self.encoder, batch)  # B x T x C
         sentences, words = pool(x, mask, batch)
@@ -158,7 +173,7 @@ class ScratchProbe(nn.Module):
 
 def run_scratch(key, a, corpus, splits, task_data, workdir, blind=False):
     """Set-up 2 (or the control, blind=True): per task, the system's 3-layer encoder and the MLP, trained together."""
-    from .probing_encoders import build_vocab, scratch_encoder, syntactic_levels, tag_vocab, word_items
+    from .encoders import build_vocab, scratch_encoder, syntactic_levels, tag_vocab, word_items
 
     label, system_name, extra = SCRATCH[key]
     system = registry.get(system_name)
@@ -196,30 +211,33 @@ def run_scratch(key, a, corpus, splits, task_data, workdir, blind=False):
 
 def probe(a):
     t_start = time.time()
-    from mgsa_preprocess.trees import iter_tree_texts
-
     for path in [a.trees, a.text] + [p for _, p in a.checkpoints]:
         if path is not None and not os.path.exists(path):
             raise ProbeError("file not found", path)
-    corpus = read_corpus(a.trees, a.text)
-    with open(a.trees, encoding="utf-8") as f:
-        tree_texts = list(iter_tree_texts(f, a.trees))
+    if a.data:
+        from .encoders import check_data_option
+
+        check_data_option(a.data)
+    tree_texts = read_tree_texts(a.trees)
+    corpus = read_corpus(a.trees, a.text, tree_texts)  # the files' own errors first
+    check_split(len(corpus), a.ratio, a.trees)
     splits = split_indices(len(corpus), a.seed, a.ratio)
     task_data = {t: build_task(t, corpus, splits, a.trees) for t in a.tasks}  # errors before any training
-    result = {"tasks": a.tasks, "rows": {}, "majority": {}, "labels": {},
+    result = {"tasks": a.tasks, "rows": {}, "majority": {}, "labels": {}, "warnings": [],
               "data": {"trees": a.trees, "text": a.text, "sentences": len(corpus), "split": a.split,
                        "seed": a.seed, "split_sizes": {s: len(v) for s, v in splits.items()}},
               "settings": {k: getattr(a, k) for k in ("epochs", "scratch_epochs", "patience", "scratch_patience",
                                                       "batch_size", "word_batch_size", "hidden", "dropout", "lr",
                                                       "levels", "threads")}}
+    checkpoints = load_checkpoints(a, corpus, tree_texts, result)
     for t, data in task_data.items():
         cls, acc = data.majority()
         result["majority"][t] = acc
         result["labels"][t] = {"classes": data.classes, "counts": data.counts, "majority_class": cls,
                                "dropped": data.dropped}
     print(data_summary(result), end="", flush=True)
-    for name, path in a.checkpoints:
-        run_pretrained(name, path, a, corpus, tree_texts, task_data, result)
+    for name, frozen, items in checkpoints:
+        run_pretrained(name, frozen, items, a, task_data, result)
     with tempfile.TemporaryDirectory(prefix="mgsa-probe-") as workdir:
         for key in a.scratch:
             result["rows"].setdefault("scratch", []).append(run_scratch(key, a, corpus, splits, task_data, workdir))
@@ -248,7 +266,7 @@ def main(argv=None):
     from mgsa_preprocess.errors import PreprocessError
     from mgsa_preprocess.progress import end_line
 
-    from ..errors import MGSAError
+    from ...errors import MGSAError
 
     try:
         probe(a)

@@ -18,17 +18,17 @@ from mgsa_preprocess.align import split_words
 from mgsa_preprocess.partition import partition
 from mgsa_preprocess.progress import bar
 
-from .. import systems as registry
-from .probing_labels import ProbeError, Sentence
-from .probing_train import Batch, Item, collate
+from ... import systems as registry
+from .labels import ProbeError, Sentence
+from .train import Batch, Item, collate
 
-USER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+USER_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # fairseq_mgsa
 SCRATCH_LAYERS = 3
 
 
 def syntactic_levels(encoder) -> int:
     """The deepest tree level an encoder's MG-SA heads read (0: it reads no tree)."""
-    from ..modules.partition import SYNTACTIC
+    from ...modules.partition import SYNTACTIC
 
     granularities = getattr(encoder, "phrase_granularities", ())
     return max((int(m.group(1)) for m in map(SYNTACTIC.match, granularities) if m), default=0)
@@ -43,23 +43,118 @@ def encode(encoder, batch: Batch) -> Tuple[torch.Tensor, torch.Tensor]:
     return out["encoder_out"][0].transpose(0, 1), out["encoder_padding_mask"][0]  # T x B x C -> B x T x C
 
 
+# Above this share of <unk> tokens a frozen encoder's row mostly probes what it makes of <unk>.
+UNK_LIMIT = 0.05
+EXPECTED_DATA = ("the data directory the checkpoint was trained on, holding its dictionaries dict.SRC.txt and "
+                 "dict.TGT.txt")
+
+
+def _first_line(e: BaseException) -> str:
+    """The error's type and first sentence (torch's weights-only refusal runs to a paragraph)."""
+    text = str(e).strip().split("\n")[0].split(". ")[0]
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
+
+
+def _data_dir_problem(data_dir: Optional[str], languages: Tuple[Optional[str], Optional[str]]) -> Optional[str]:
+    """What is wrong with a data directory, before fairseq's task reads it (None: nothing seen)."""
+    if not data_dir or not os.path.isdir(data_dir):
+        return "no such directory"
+    names = os.listdir(data_dir)
+    if not any(n.startswith("dict.") and n.endswith(".txt") for n in names):
+        return "no dict.*.txt in it"
+    missing = [f"dict.{lang}.txt" for lang in languages if lang and f"dict.{lang}.txt" not in names]
+    if missing:
+        return f"no {' or '.join(missing)} in it (the checkpoint's languages are {languages[0]}-{languages[1]})"
+    return None
+
+
+def check_data_option(data: str):
+    """--data, before any checkpoint is loaded: a directory with dictionaries."""
+    problem = _data_dir_problem(data, (None, None))
+    if problem:
+        raise ProbeError(f"{problem} (--data): expected {EXPECTED_DATA}", data)
+
+
+def load_checkpoint(path: str, data: Optional[str], option: str = "--checkpoint"):
+    """(encoder in eval mode, fairseq task) of a checkpoint; a file that is not a fairseq
+    checkpoint, or a data directory without its dictionaries, is a ProbeError naming it."""
+    from fairseq import checkpoint_utils
+
+    import fairseq_mgsa  # noqa: F401  (registers the plugin; lets torch.load read the checkpoint)
+
+    if not os.path.exists(path):
+        raise ProbeError(f"checkpoint not found ({option})", path)
+    if os.path.isdir(path):
+        raise ProbeError(f"a directory, not a checkpoint ({option}): give a .pt file in it, e.g. checkpoint_best.pt",
+                         path)
+    try:  # torch.load's own errors on a text or other file (UnpicklingError, RuntimeError, EOFError ...)
+        state = checkpoint_utils.load_checkpoint_to_cpu(path, {"data": data} if data else None)
+    except Exception as e:  # noqa: BLE001  (reported with its type and message, not hidden)
+        raise ProbeError(f"not a fairseq checkpoint ({option}): it cannot be loaded as one ({_first_line(e)})", path)
+    cfg, args = (state.get("cfg"), state.get("args")) if isinstance(state, dict) else (None, None)
+    if cfg is None and args is None or "model" not in state:
+        raise ProbeError(f"not a fairseq checkpoint ({option}): no 'model' and 'cfg' entries", path)
+    task_cfg = cfg.task if cfg is not None else args
+    data_dir = (getattr(task_cfg, "data", None) or "").split(":")[0]  # fairseq's shards: DIR1:DIR2
+    problem = _data_dir_problem(data_dir, (getattr(task_cfg, "source_lang", None),
+                                           getattr(task_cfg, "target_lang", None)))
+    if problem and data:
+        raise ProbeError(f"{problem} (--data): expected {EXPECTED_DATA}", data)
+    if problem:
+        raise ProbeError(f"its data directory {data_dir or '(none)'}, recorded at training: {problem}; "
+                         f"give {EXPECTED_DATA} with --data", path)
+    where = "--data " + data if data else f"its data directory {data_dir}"
+    try:
+        models, _, task = checkpoint_utils.load_model_ensemble_and_task([path], state=state)
+    except FileNotFoundError as e:  # a dictionary of the languages fairseq read from the binaries' names
+        raise ProbeError(f"{where} has no {os.path.basename(e.filename or str(e))}: expected {EXPECTED_DATA}", path)
+    except RuntimeError as e:
+        if "size mismatch" not in str(e):
+            raise
+        raise ProbeError(f"the dictionaries of {where} are not the ones it was trained with (the embedding sizes "
+                         f"differ): expected {EXPECTED_DATA}", path)
+    except Exception as e:  # noqa: BLE001
+        if "Could not infer language pair" not in str(e):
+            raise
+        raise ProbeError(f"{where} has no binarized split (train.SRC-TGT.*) to tell the checkpoint's languages "
+                         f"from: expected {EXPECTED_DATA}", path)
+    return models[0].encoder.eval(), task
+
+
+def subword_entries(dictionary: Dictionary, separator: str) -> int:
+    """Entries of a subword dictionary: continued BPE pieces ('@@' at the end) or sentencepiece's '▁' pieces."""
+    return sum(1 for sym in dictionary.symbols if sym.endswith(separator) or sym.startswith("\u2581"))
+
+
+def check_unknown(frozen: "FrozenEncoder", bpe_given: bool) -> Optional[str]:
+    """After items(): an error when the checkpoint reads subwords, no --bpe was given and more
+    than UNK_LIMIT of the tokens are <unk>; a warning (returned) when the rate is that high otherwise."""
+    rate = frozen.unknown / max(1, frozen.total)
+    if rate <= UNK_LIMIT:
+        return None
+    share = (f"{100 * rate:.1f}% of the probing text's tokens are <unk> in its dictionary "
+             f"({frozen.unknown} of {frozen.total})")
+    pieces = subword_entries(frozen.src_dict, frozen.bpe_separator)
+    if not bpe_given and pieces:
+        raise ProbeError(f"{share}: the dictionary holds subwords ({pieces} of its {len(frozen.src_dict)} entries "
+                         f"are BPE pieces, e.g. ending in {frozen.bpe_separator!r}) and no --bpe was given; give "
+                         f"the BPE it was trained with, e.g. --bpe subword_nmt --bpe-codes CODES "
+                         f"({frozen.option})", frozen.path)
+    return (f"{frozen.option} ({frozen.path}): {share}, above {100 * UNK_LIMIT:.0f}%: its row mostly probes "
+            f"what the encoder makes of <unk>; check --bpe/--bpe-codes and --data")
+
+
 class FrozenEncoder:
     """Set-up 1: a trained checkpoint's encoder; the sentences segmented with its BPE."""
 
     def __init__(self, path: str, data: Optional[str] = None, bpe: Optional[str] = None,
-                 bpe_codes: Optional[str] = None, bpe_separator: str = "@@"):
-        from fairseq import checkpoint_utils
+                 bpe_codes: Optional[str] = None, bpe_separator: str = "@@", option: str = "--checkpoint"):
         from fairseq.data import encoders
 
-        import fairseq_mgsa  # noqa: F401  (registers the plugin; lets torch.load read the checkpoint)
-
-        if not os.path.exists(path):
-            raise ProbeError("checkpoint not found", path)
-        overrides = {"data": data} if data else {}
-        models, _, self.task = checkpoint_utils.load_model_ensemble_and_task([path], arg_overrides=overrides)
-        self.path, self.encoder = path, models[0].encoder.eval()
+        self.path, self.option = path, option
+        self.encoder, self.task = load_checkpoint(path, data, option)  # the encoder alone: the rest is freed
         self.src_dict = self.task.source_dictionary
-        self.bpe = None
+        self.bpe, self.bpe_separator = None, bpe_separator
         if bpe:
             self.bpe = encoders.build_bpe(argparse.Namespace(bpe=bpe, bpe_codes=bpe_codes, bpe_separator=bpe_separator))
         self.levels = syntactic_levels(self.encoder)
@@ -69,7 +164,7 @@ class FrozenEncoder:
         """The sentences as the model reads them: words in the training text's form
         (Moses escapes as its dictionary shows), segmented by its BPE; for a syntactic model the
         phrases of the tree's top levels, from the task's decoding path (PhraseAnnotator)."""
-        from ..data.inference_phrases import TrainingTextForm, subword_style
+        from ...data.inference_phrases import TrainingTextForm, subword_style
 
         style, separator = subword_style(self.bpe)
         segment = self.bpe.encode if self.bpe is not None else (lambda text: text)
@@ -99,7 +194,7 @@ class FrozenEncoder:
     @torch.no_grad()
     def features(self, items: List[Item], batch_size: int, desc: str) -> Tuple[torch.Tensor, List[torch.Tensor]]:
         """(sentence features N x C, word features per sentence: list of W_i x C)."""
-        from .probing_train import pool
+        from .train import pool
 
         sentences, words = [], []
         for start in bar(iterable=range(0, len(items), batch_size), desc=desc, unit="batch"):
