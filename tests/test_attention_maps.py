@@ -319,7 +319,8 @@ def test_long_sentence_figure_is_capped(tmp_path):
 
 def test_long_sentence_memory_is_bounded(tmp_path):
     """1,100 tokens side by side, per head (8 panels in 2 rows of 4): the drawing process stays
-    under 1 GB (drawn in full the figure would be 1239 x 619 in, 136,000 x 68,000 pixels)."""
+    under 1.5 GB (0.8 GB measured, fairseq imported; drawn in full the figure would be
+    1239 x 619 in, 136,000 x 68,000 pixels)."""
     script = ("import resource, sys, numpy as np; sys.path.insert(0, sys.argv[2]); "
               "from test_attention_maps import sentence; "
               "from fairseq_mgsa.analysis.attention.plots import figures; "
@@ -329,4 +330,4 @@ def test_long_sentence_memory_is_bounded(tmp_path):
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.returncode == 0, proc.stderr[-2000:]
     peak_kb = int(proc.stdout.split()[-1])
-    assert peak_kb < 1024 ** 2, f"{peak_kb / 1024:.0f} MB"
+    assert peak_kb < 1.5 * 1024 ** 2, f"{peak_kb / 1024:.0f} MB"
