@@ -92,10 +92,12 @@ def check_args(args) -> None:
     """What needs no file read: before anything is loaded."""
     if args.batch_size < 1:
         raise MGSAError(f"--batch-size {args.batch_size}: expected a positive number of sentences per forward")
-    check_data_dir(args.data)
+    if not os.path.isdir(args.data):
+        raise MGSAError(f"data directory {args.data} not found")
     for path in args.path:
         if not os.path.isfile(path):
             raise MGSAError(f"checkpoint {path} not found (--path)")
+    check_data_dir(args.data)  # its dictionaries
 
 
 def check_layer(layer: int, loaded, paths) -> None:
