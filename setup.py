@@ -42,7 +42,7 @@ setup(
             "mgsa-preprocess = mgsa_preprocess.cli:main",
             "mgsa-train-parser = mgsa_preprocess.train_parser:main",
             "mgsa-user-dir = fairseq_mgsa.user_dir:main",
-            "mgsa-attention = fairseq_mgsa.analysis.attention_maps:main",
+            "mgsa-attention = fairseq_mgsa.analysis.attention.cli:main",
             "mgsa-compare = fairseq_mgsa.analysis.compare:main",
             "mgsa-probe = fairseq_mgsa.analysis.probing.cli:main",
         ],

@@ -12,7 +12,8 @@ unchanged. The parameters of the unigram part carry MultiheadAttention's names (
 k_proj, v_proj, out_proj), so a unigram-only module loads a MultiheadAttention state dict.
 It is not a MultiheadAttention subclass: its incremental state holds n-gram keys, the
 recent layer inputs and, for the interleaved cross attention, the previous query input,
-and every entry must follow the beam (PEERS.md A.1.7).
+and every entry must follow the beam (PEERS.md A.1.7). That bookkeeping is
+phrase_based_decoding.py's (PhraseBasedDecoding); this file holds the attention itself.
 """
 
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -27,6 +28,7 @@ from torch import Tensor
 
 from ..errors import MGSAError
 from .ngram_convolution import NGramConv, end_aligned_windows, ngram_invalid, spread_over_tokens, zero_pads
+from .phrase_based_decoding import PhraseBasedDecoding
 
 CONVKV, QUERYK = "convkv", "queryk"
 HOMOGENEOUS, HETEROGENEOUS, INTERLEAVED = "homogeneous", "heterogeneous", "interleaved"
@@ -87,7 +89,7 @@ def _heads(x: Tensor, h: int) -> Tensor:
 
 
 @with_incremental_state
-class PhraseBasedAttention(nn.Module):
+class PhraseBasedAttention(PhraseBasedDecoding, nn.Module):
     def __init__(self, embed_dim: int, num_heads: int, kdim: Optional[int] = None, dropout: float = 0.0,
                  attention: str = CONVKV, mode: str = HETEROGENEOUS, ngrams: Sequence[int] = (1, 2),
                  role: str = "enc", shared_key: bool = False):
@@ -204,7 +206,40 @@ class PhraseBasedAttention(nn.Module):
                 out[n] = _heads(self.q2_kernel(x, real, last_only) if bigram else self.q_kernel[str(n)](x_last), h)
         return out
 
+    def step_keys_values(self, window: Tensor, window_real: Tensor, state):
+        """The n-gram keys and values ending at the newest token only (keys_values' last position):
+        window B x (>= max_n) x d. Per n: K B x h x 1 x e, V B x h x 1 x d_k, invalid B x 1."""
+        x_t, real_t = window[:, -1:], window_real[:, -1:]
+        out = {}
+        for n, h in self.groups:
+            if self.mode == HOMOGENEOUS or n == 1:
+                invalid = ~real_t
+            else:  # the n-gram exists iff its n tokens are real (ngram_invalid)
+                invalid = ~window_real[:, -n:].all(dim=1, keepdim=True)
+            if n == 1:
+                out[n] = (_heads(self.k_proj(x_t), h), _heads(self.v_proj(x_t), h), invalid)
+                continue
+            v = _heads(self.v_ngram[str(n)](window, window_real, last_only=True), h)
+            if self.attention == CONVKV:
+                k = _heads(self.k_ngram[str(n)](window, window_real, last_only=True), h)
+            else:
+                # the new window of projected keys: the previous window's last n-1 taps (zeros
+                # before the sentence) and the newest token's key, zero at a pad
+                new = _heads(zero_pads(self._key_linear(n)(x_t), real_t), h)  # B x h x 1 x d_k
+                dk = new.size(-1)
+                prev = state[f"k{n}"][:, :, -1:, dk:] if f"k{n}" in state else \
+                    new.new_zeros(new.shape[:-1] + ((n - 1) * dk,))
+                k = torch.cat([prev, new], dim=-1)  # B x h x 1 x n*d_k
+            out[n] = (k, v, invalid)
+        return out
+
     # ---- attention ---------------------------------------------------------------------------
+
+    def step_window(self) -> int:
+        """Layer inputs before the newest that a decoding step keeps: the n-gram keys of self
+        attention read max_n - 1 of them, the interleaved bigram queries one."""
+        width = (self.max_n - 1) if self.self_attention else 0
+        return max(width, 1) if self.mode == INTERLEAVED else width
 
     def scale(self, n: int) -> float:
         # QUERYK sums n times as many products per logit (eq. 6)
@@ -329,113 +364,3 @@ class PhraseBasedAttention(nn.Module):
             if not need_head_weights:
                 weights = weights.mean(dim=0)
         return out.transpose(0, 1), weights
-
-    def _incremental(self, x_t: Tensor, key: Optional[Tensor], pad: Optional[Tensor], incremental_state):
-        """One decoding step: x_t B x 1 x d. State (all batch-first): window / window_real: the last
-        layer inputs of the query side (n-gram keys and bigram queries need them), one row per
-        hypothesis; k<n>, v<n>, invalid<n>, key_real: the n-gram keys and values, one row per
-        hypothesis (decoder self) or, encoder-side, one row per sentence after set_beam_size.
-        Returns the output, the probabilities, the key mask and the hypotheses per key row."""
-        assert x_t.size(1) == 1, "incremental phrase-based attention takes one token per step"
-        state = self._get_input_buffer(incremental_state)
-        B = x_t.size(0)
-        real_t = ~pad[:, -1:] if (pad is not None and self.self_attention) else \
-            x_t.new_ones(B, 1, dtype=torch.bool)
-        if not self.self_attention and self.query_padding_mask is not None:
-            real_t = ~self.query_padding_mask[:, -1:].bool()
-        width = (self.max_n - 1) if self.self_attention else 0
-        if self.mode == INTERLEAVED:
-            width = max(width, 1)
-        if width and "window" in state:
-            window = torch.cat([state["window"], x_t], dim=1)
-            window_real = torch.cat([state["window_real"], real_t], dim=1)
-        else:  # before the sentence: zero inputs that are not real tokens (as the left padding)
-            window = F.pad(x_t, (0, 0, width, 0))
-            window_real = F.pad(real_t, (width, 0), value=False)
-        if width:
-            state["window"], state["window_real"] = window[:, 1:], window_real[:, 1:]
-
-        beam = 1
-        if self.self_attention:
-            for n, (k, v, inv) in self.step_keys_values(window, window_real, state).items():
-                for name, t in ((f"k{n}", k), (f"v{n}", v), (f"invalid{n}", inv)):
-                    # appended as fairseq's MultiheadAttention appends its keys
-                    state[name] = torch.cat([state[name], t], dim=-2 if t.dim() == 4 else 1) \
-                        if name in state else t
-            state["key_real"] = torch.cat([state["key_real"], real_t], 1) if "key_real" in state else real_t
-        else:
-            beam = self.beam_size
-            if f"k{self.ngrams[0]}" not in state:
-                # encoder-side n-gram keys and values: once per sentence, then reused every step;
-                # fairseq repeats the encoder output beam times (rows sentence-major): keep one
-                key_x = key.transpose(0, 1)  # (B*beam) x S x kdim
-                key_real = ~pad if pad is not None else key.new_ones(B, key.size(0), dtype=torch.bool)
-                if beam > 1:
-                    assert key_x.size(0) % beam == 0, "set_beam_size: batch is not sentences x beam"
-                    key_x, key_real = key_x[::beam], key_real[::beam]
-                for n, (k, v, invalid) in self.keys_values(key_x, key_real).items():
-                    state[f"k{n}"], state[f"v{n}"] = k, v
-                    state[f"invalid{n}"] = invalid if invalid is not None else ~key_real
-                state["key_real"] = key_real
-        kv = {n: (state[f"k{n}"], state[f"v{n}"], state[f"invalid{n}"]) for n in self.ngrams}
-        self._set_input_buffer(incremental_state, state)
-        out, probs = self.combine(window, window_real, kv, None, last_only=True, beam=beam)
-        return out, probs, state["key_real"], beam
-
-    def step_keys_values(self, window: Tensor, window_real: Tensor, state):
-        """The n-gram keys and values ending at the newest token only (keys_values' last position):
-        window B x (>= max_n) x d. Per n: K B x h x 1 x e, V B x h x 1 x d_k, invalid B x 1."""
-        x_t, real_t = window[:, -1:], window_real[:, -1:]
-        out = {}
-        for n, h in self.groups:
-            if self.mode == HOMOGENEOUS or n == 1:
-                invalid = ~real_t
-            else:  # the n-gram exists iff its n tokens are real (ngram_invalid)
-                invalid = ~window_real[:, -n:].all(dim=1, keepdim=True)
-            if n == 1:
-                out[n] = (_heads(self.k_proj(x_t), h), _heads(self.v_proj(x_t), h), invalid)
-                continue
-            v = _heads(self.v_ngram[str(n)](window, window_real, last_only=True), h)
-            if self.attention == CONVKV:
-                k = _heads(self.k_ngram[str(n)](window, window_real, last_only=True), h)
-            else:
-                # the new window of projected keys: the previous window's last n-1 taps (zeros
-                # before the sentence) and the newest token's key, zero at a pad
-                new = _heads(zero_pads(self._key_linear(n)(x_t), real_t), h)  # B x h x 1 x d_k
-                dk = new.size(-1)
-                prev = state[f"k{n}"][:, :, -1:, dk:] if f"k{n}" in state else \
-                    new.new_zeros(new.shape[:-1] + ((n - 1) * dk,))
-                k = torch.cat([prev, new], dim=-1)  # B x h x 1 x n*d_k
-            out[n] = (k, v, invalid)
-        return out
-
-    def set_beam_size(self, beam_size: int):
-        """Called by fairseq's sequence generator (through the model) before a beam search."""
-        self.beam_size = beam_size
-
-    def reorder_incremental_state(self, incremental_state: Dict[str, Dict[str, Optional[Tensor]]],
-                                  new_order: Tensor):
-        """Every per-hypothesis entry follows the beam (PEERS.md A.1.7), the interleaved cross
-        attention's query window too. Encoder-side entries kept once per sentence (set_beam_size)
-        are identical for a sentence's hypotheses and beam search reorders within a sentence, so
-        they change only when sentences finish (fewer rows), as in fairseq's MultiheadAttention."""
-        state = self._get_input_buffer(incremental_state)
-        if state:
-            beam = self.beam_size
-            for name, t in state.items():
-                if t is None:
-                    continue
-                shared = self.encoder_decoder_attention and beam > 1 and not name.startswith("window")
-                if not shared:
-                    state[name] = t.index_select(0, new_order)
-                elif t.size(0) * beam != new_order.size(0):
-                    state[name] = t.index_select(0, new_order.view(-1, beam)[:, 0] // beam)
-            self._set_input_buffer(incremental_state, state)
-        return incremental_state
-
-    def _get_input_buffer(self, incremental_state) -> Dict[str, Optional[Tensor]]:
-        result = self.get_incremental_state(incremental_state, "pba_state")
-        return result if result is not None else {}
-
-    def _set_input_buffer(self, incremental_state, buffer: Dict[str, Optional[Tensor]]):
-        return self.set_incremental_state(incremental_state, "pba_state", buffer)

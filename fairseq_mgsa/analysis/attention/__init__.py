@@ -1,0 +1,1 @@
+"""`mgsa-attention`: attention maps of trained checkpoints (cli.py; docs/analyses.md)."""
