@@ -69,8 +69,8 @@ class Tree(NamedTuple):
     raw: str  # the tree as the file writes it (evalb's convention scores against this)
 
 
-def read_treebank(path: str):
-    """Normalised trees of a treebank file: [Tree], stats."""
+def read_treebank(path: str, keep_one_word: bool = False):
+    """Normalised trees of a treebank file (one-word constituents kept if `keep_one_word`): [Tree], stats."""
     stats = TreeStats()
     out = []
     empty = 0
@@ -80,7 +80,7 @@ def read_treebank(path: str):
         raise PreprocessError(f"cannot read the treebank: {e.strerror}", path) from None
     with f:
         for line, text in iter_tree_texts(f, path):
-            top, leaves = parse_tree(text, path, line, stats)  # BadTree / PreprocessError name file and line
+            top, leaves = parse_tree(text, path, line, stats, keep_one_word)  # BadTree / PreprocessError name file and line
             if top is None:
                 empty += 1
                 continue
@@ -111,7 +111,7 @@ def raw_label_counts(path: str) -> Counter:
         return Counter(strip_label(m) for m in _INNER_LABEL.findall(f.read()))
 
 
-def check_dev_labels(train_trees, dev_trees, train_path: str, dev_path: str, drop: bool):
+def check_dev_labels(train_trees, dev_trees, train_path: str, dev_path: str, drop: bool, keep_one_word=False):
     """The dev trees whose labels all occur in the training trees; an error naming the first
     other one, unless `drop`. Returns (dev trees kept, {label: dropped trees with it})."""
     known = frozenset().union(*(t.labels for t in train_trees))
@@ -121,7 +121,9 @@ def check_dev_labels(train_trees, dev_trees, train_path: str, dev_path: str, dro
         first = unseen[0]
         label = min(first.labels - known)
         raw = raw_label_counts(train_path)[label]
-        why = (f"{train_path} has {label} {raw} times, but each over a single word or over empty elements only, "
+        why = (f"{train_path} has {label} {raw} times, but each over empty elements only, which the "
+               f"normalisation removes" if raw and keep_one_word else
+               f"{train_path} has {label} {raw} times, but each over a single word or over empty elements only, "
                f"which the normalisation collapses or removes (as mgsa-preprocess reads trees)" if raw
                else f"{train_path} has no {label}")
         others = ", ".join(f"{k} in {n}" for k, n in sorted(counts.items()))
@@ -199,6 +201,11 @@ def get_parser():
     p.add_argument("--parser-minutes", type=float, default=19,
                    help="time cap of the parser, its setup included: no epoch starts that would end past it "
                         "(default: 19)")
+    p.add_argument("--one-word-constituents", choices=["keep", "collapse"], default="keep",
+                   help="constituents over a single word, (NP (PRP it)): the parser learns them (keep, the default: "
+                        "as published parsers do, so that its evalb-convention F1 compares with theirs), or learns the "
+                        "trees as mgsa-preprocess reads them, collapsed to the word's tag (collapse). mgsa-preprocess "
+                        "collapses them either way when it reads the parser's trees")
     p.add_argument("--hidden-size", type=int, default=64,
                    help="hidden size of the tagger's and the parser's layers (stanza's defaults: 200-512)")
     p.add_argument("--unseen-dev-labels", choices=["error", "drop"], default="error",
@@ -338,10 +345,11 @@ def train(a) -> dict:
             os.remove(files[key])  # a rerun trains from scratch, never on top of an old model
 
     _stage(1, f"reading {a.train} and {a.dev}")
-    train_trees, train_stats = read_treebank(a.train)
-    dev_trees, dev_stats = read_treebank(a.dev)
+    keep = a.one_word_constituents == "keep"
+    train_trees, train_stats = read_treebank(a.train, keep)
+    dev_trees, dev_stats = read_treebank(a.dev, keep)
     n_dev = len(dev_trees)
-    dev_trees, unseen = check_dev_labels(train_trees, dev_trees, a.train, a.dev, a.unseen_dev_labels == "drop")
+    dev_trees, unseen = check_dev_labels(train_trees, dev_trees, a.train, a.dev, a.unseen_dev_labels == "drop", keep)
     if unseen:
         print(f"[mgsa-train-parser] --unseen-dev-labels drop: dropped {n_dev - len(dev_trees)} of {n_dev} dev trees "
               f"with constituent labels the training trees lack ("
