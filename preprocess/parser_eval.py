@@ -56,7 +56,7 @@ def summary(scores: dict) -> str:
 
 
 def main(argv=None):
-    from .train_parser import read_treebank
+    from .treebank import read_treebank
 
     p = argparse.ArgumentParser(prog="python -m mgsa_preprocess.parser_eval", description=__doc__.split("\n\n")[0])
     p.add_argument("--model", required=True, metavar="DIR", help="a directory written by mgsa-train-parser")
