@@ -34,6 +34,7 @@ class Plateau:
         self.clock = clock
         self.start = clock()
         self.scores = []
+        self.seconds = []  # from the rule's creation to each score
         self._last = self.start
         self.best_index = None  # 0-based index of the best score so far
         self.reason = None  # why it stopped, once it has
@@ -49,6 +50,7 @@ class Plateau:
             self.best_index = len(self.scores) - 1
         now = self.clock()
         elapsed, interval, self._last = now - self.start, now - self._last, now
+        self.seconds.append(round(elapsed, 1))
         since_best = len(self.scores) - 1 - self.best_index
         if len(self.scores) >= self.min_evals and since_best >= self.patience:
             self.reason = (f"no dev score {self.min_delta} above the best ({self.best:.2f}, evaluation "

@@ -186,7 +186,7 @@ def train_tagger(a, data, files, common, hidden, record) -> None:
     except StopTraining:
         pass
     record["tagger"] = {"seconds": round(time.time() - t0, 1), "eval_interval": interval, "stopped": rule.reason,
-                        "dev_accuracy": [round(x, 2) for x in rule.scores],
+                        "dev_accuracy": [round(x, 2) for x in rule.scores], "dev_seconds": rule.seconds,
                         "best_step": (rule.best_index + 1) * interval if rule.scores else None}
     record["tagger_seconds"] = record["tagger"]["seconds"]
 
