@@ -272,8 +272,10 @@ def train(a) -> dict:
     common = ["--lang", a.lang, "--shorthand", f"{a.lang}_mgsa", "--wordvec_pretrain_file", files["pretrain"],
               "--save_dir", a.out, "--seed", str(a.seed), "--device", a.device]
     hidden = str(a.hidden_size)
+    record["tagger_start_seconds"] = round(time.time() - start, 1)  # for curves against the command's time
     train_tagger(a, data, files, common, hidden, record)
     write_record(a.out, record)  # a run stopped during the parser's epochs keeps what it measured
+    record["parser_start_seconds"] = round(time.time() - start, 1)
     train_parser(a, data, files, common, hidden, record)
     write_record(a.out, record)
 
