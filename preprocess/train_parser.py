@@ -37,10 +37,11 @@ from .treebank import check_dev_labels, read_treebank, write_conllu
 from .word_vectors import check_text, random_vectors, train_word2vec, write_pretrain
 
 def default_parser_epochs(train_trees: int, batch_size: int) -> int:
-    """At most about 2,500 updates, 4 to 20 epochs (8 for the WSJ sample's 3,114 trees, about 2.3
-    minutes each on one busy core: the optimizer switch of stanza's multistage training, after half
-    of them, then comes at about half of the default time cap; docs/benchmarks-parser.md)."""
-    return min(20, max(4, round(2500 * batch_size / train_trees)))
+    """At most about 4,000 updates, 4 to 20 epochs (13 for the WSJ sample's 3,114 trees). stanza's
+    multistage training switches optimizer after half of them; on the WSJ sample its first stage
+    gained 2-3 F1 an epoch up to the switch and the second about 1, so the switch stays late and the
+    time cap usually ends the second stage (docs/benchmarks-parser.md)."""
+    return min(20, max(4, round(4000 * batch_size / train_trees)))
 
 
 def get_parser():
@@ -87,8 +88,8 @@ def get_parser():
                         "times faster but learned less per epoch: a lower dev F1 at the same time "
                         "(docs/benchmarks-parser.md)")
     p.add_argument("--parser-epochs", type=int,
-                   help="parser epochs at most, each one pass over the training trees (default: about 2,500 updates, "
-                        "at least 4 and at most 20 epochs: 20 up to 1,250 trees, 8 for 3,000); stanza switches "
+                   help="parser epochs at most, each one pass over the training trees (default: about 4,000 updates, "
+                        "at least 4 and at most 20 epochs: 20 up to 2,000 trees, 13 for 3,000); stanza switches "
                         "optimizer after half of them")
     p.add_argument("--parser-patience", type=int, default=3,
                    help="stop the parser after this many epochs without a new best dev F1, counted from stanza's "
