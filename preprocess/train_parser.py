@@ -78,7 +78,7 @@ def get_parser():
                         "vector file, which on 3,000 trees left most word types without one")
     p.add_argument("--tagger-eval-interval", type=int,
                    help="tagger updates between dev evaluations (default: one pass over the training sentences, "
-                        "at most 500)")
+                        "at most 500 and at most a quarter of --tagger-steps)")
     p.add_argument("--tagger-patience", type=int, default=3,
                    help="stop the tagger after this many dev evaluations without a new best (default: 3)")
     p.add_argument("--tagger-minutes", type=float, default=7,
@@ -167,7 +167,9 @@ def word_vectors(a, train_trees, pretrain_pt: str, record: dict) -> None:
 def train_tagger(a, data, files, common, hidden, record) -> None:
     from stanza.models import tagger
 
-    interval = a.tagger_eval_interval or min(500, -(-record["train_trees"] // a.tagger_batch_size))
+    # one pass over the training sentences, at most 500 steps, at least 4 evaluations by --tagger-steps
+    interval = a.tagger_eval_interval or max(1, min(500, -(-record["train_trees"] // a.tagger_batch_size),
+                                                    a.tagger_steps // 4))
     rule = Plateau(a.tagger_patience, 60 * a.tagger_minutes)
     _stage(3, f"POS tagger: stanza.models.tagger, batches of {a.tagger_batch_size} sentences, dev accuracy every "
               f"{interval} steps, until {a.tagger_patience} evaluations bring no new best, {a.tagger_steps} steps "
