@@ -197,3 +197,13 @@ def test_vectors_learned_from_the_text_are_read_by_the_parser(trained):
     assert i == pt.vocab.unit2id("zyzzyva") and i != model.emb_vocab.unit2id("<no such word>")
     assert model.embedding.weight[i].tolist() == pytest.approx(pt.emb[i].tolist())
     assert any(abs(x) > 1e-3 for x in pt.emb[i].tolist())  # a learned vector, not a blank row
+
+
+def test_bracket_score_command_has_the_evalb_convention(tmp_path, capsys):
+    from mgsa_preprocess.bracket_score import main
+
+    (tmp_path / "gold").write_text(GOLD + "\n")
+    (tmp_path / "parsed").write_text(PARSED + "\n")
+    main([str(tmp_path / "gold"), str(tmp_path / "parsed"), "--evalb"])
+    out = capsys.readouterr().out.split()
+    assert out[:2] == ["f1", str(round(100 * 6 / 7, 2))] and out[-2:] == ["error_sentences", "0"]
