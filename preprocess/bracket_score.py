@@ -8,9 +8,11 @@ that reason: both trees are normalised as mgsa-preprocess normalises trees
 constituents over one word dropped), every remaining constituent is a (label, start,
 end) bracket, and brackets are matched as multisets over the whole corpus. Unlike
 evalb's COLLINS.prm, punctuation is kept in the spans (the grammar's sentences end in
-'.', always attached the same way), so figures are comparable within this project.
+'.', always attached the same way) and one-word constituents are not counted, so figures
+are comparable within this project; preprocess/evalb.py scores under evalb's convention
+(--evalb), the figure to set beside published parsers'.
 
-    python -m mgsa_preprocess.bracket_score GOLD_TREES PARSED_TREES
+    python -m mgsa_preprocess.bracket_score GOLD_TREES PARSED_TREES [--evalb]
 """
 
 import argparse
@@ -84,25 +86,36 @@ def score_pairs(pairs: Iterable[Tuple[str, str]], gold_path: str = "gold", pred_
     return scores
 
 
-def score_files(gold_path: str, pred_path: str) -> Scores:
+def read_pairs(gold_path: str, pred_path: str):
     with open(gold_path, encoding="utf-8") as g, open(pred_path, encoding="utf-8") as p:
         gold = [t for _, t in iter_tree_texts(g, gold_path)]
         pred = [t for _, t in iter_tree_texts(p, pred_path)]
     if len(gold) != len(pred):
         raise PreprocessError(f"{len(pred)} trees for {len(gold)} gold trees in {gold_path}", pred_path)
-    return score_pairs(zip(gold, pred), gold_path, pred_path)
+    return list(zip(gold, pred))
+
+
+def score_files(gold_path: str, pred_path: str) -> Scores:
+    return score_pairs(read_pairs(gold_path, pred_path), gold_path, pred_path)
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python -m mgsa_preprocess.bracket_score", description=__doc__.split("\n")[0])
     p.add_argument("gold", help="gold trees (bracketed, one tree per sentence; a tree may span lines)")
     p.add_argument("parsed", help="parsed trees, in the same order")
+    p.add_argument("--evalb", action="store_true", help="evalb's convention (COLLINS.prm) instead: punctuation out of "
+                                                        "the spans, one-word constituents counted (preprocess/evalb.py)")
     a = p.parse_args(argv)
     try:
-        s = score_files(a.gold, a.parsed)
+        if a.evalb:
+            from .evalb import evalb_score_pairs
+
+            s, errors = evalb_score_pairs(read_pairs(a.gold, a.parsed), a.gold, a.parsed)
+        else:
+            s = score_files(a.gold, a.parsed)
     except PreprocessError as e:
         sys.exit(f"bracket_score: error: {e}")
-    print(" ".join(f"{k} {v}" for k, v in s.as_dict().items()))
+    print(" ".join(f"{k} {v}" for k, v in s.as_dict().items()) + (f" error_sentences {errors}" if a.evalb else ""))
 
 
 if __name__ == "__main__":

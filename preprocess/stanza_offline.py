@@ -59,8 +59,8 @@ class EpochProgress:
     ``setup_seconds``: from this object's creation to the first epoch (stanza reading and
     retagging the trees, building the model)."""
 
-    def __init__(self, epochs: int, stream=None, clock=time.monotonic, jsonl: str = None):
-        self.epochs, self.stream, self.clock, self.jsonl = epochs, stream, clock, jsonl
+    def __init__(self, epochs: int, stream=None, clock=time.monotonic, jsonl: str = None, rule=None):
+        self.epochs, self.stream, self.clock, self.jsonl, self.rule = epochs, stream, clock, jsonl, rule
         self.rows = []
         self._created = clock()
         self._start = self._epoch = None
@@ -70,6 +70,10 @@ class EpochProgress:
 
     def wrap_epoch(self, train_model_one_epoch):
         def wrapped(epoch, *args, **kwargs):
+            if self.rule is not None and self.rule.reason is not None:  # stanza saved the best epoch's model
+                from .stopping import StopTraining
+
+                raise StopTraining(self.rule.reason)
             t0 = self.clock()
             if self._start is None:
                 self._start = t0
@@ -98,10 +102,12 @@ class EpochProgress:
         best = max(self.rows, key=lambda r: r["dev_f1"])
         elapsed = self.clock() - self._start
         left = elapsed / len(self.rows) * (self.epochs - epoch)
+        stop = self.rule is not None and self.rule.observe(100 * f1) and epoch < self.epochs
         print(f"[mgsa-train-parser] parser epoch {epoch}/{self.epochs}: dev F1 {100 * f1:.2f} "
               f"(best {best['dev_f1']:.2f}, epoch {best['epoch']}) | epoch {duration(train_s + dev_s)} "
               f"(train {duration(train_s)}, dev {duration(dev_s)}) | elapsed {duration(elapsed)}"
-              + (f", about {duration(left)} left" if epoch < self.epochs else ""),
+              + (f" | stopping: {self.rule.reason}" if stop else f", about {duration(left)} left"
+                 if epoch < self.epochs else ""),
               file=self.stream or sys.stdout, flush=True)
 
 

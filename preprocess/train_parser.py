@@ -6,13 +6,13 @@ cannot download (these: DESIGN.md section 5), from PTB-format treebank files:
     mgsa-train-parser --train train.mrg --dev dev.mrg --out parser/
     mgsa-preprocess ... --parser stanza --stanza-dir parser/
 
-Steps: the trees are read and normalised as mgsa-preprocess reads them (multi-line
-trees, function tags, -NONE- elements: preprocess/trees.py), so the parser learns the
-trees the phrase files are built from; word vectors are made (random vectors over
-the training words, unless --wordvec is given); stanza's tagger learns the treebank's
-tags (as XPOS) and stanza's constituency parser learns the trees, retagged by that
-tagger as they will be at parsing time; the directory is then loaded as a stanza
-pipeline, exactly as mgsa-preprocess loads it, and scored on the dev set.
+Steps: the trees are read and normalised (preprocess/treebank.py); word vectors are
+learned from --wordvec-text, read from --wordvec, or random (preprocess/word_vectors.py);
+stanza's tagger learns the treebank's tags (as XPOS) and stanza's constituency parser
+learns the trees, retagged by that tagger as they will be at parsing time, each until its
+dev score stops improving or its time cap (preprocess/stopping.py); the directory is then
+loaded as a stanza pipeline, exactly as mgsa-preprocess loads it, and scored on the dev
+set (and --test), by the project's scorer and under evalb's convention (parser_eval.py).
 
 stanza's trainers run in this process (their ``main(argv)``, the code behind
 ``python -m stanza.models.tagger`` / ``python -m stanza.models.constituency_parser``)
@@ -21,157 +21,27 @@ replaced for the duration of the call, which only works in-process (dev scoring 
 CoreNLP, retagging with a downloaded tagger), and the parser's epochs are reported one
 line each, also under --quiet: preprocess/stanza_offline.py.
 
-Constituent labels of the dev trees that the (normalised) training trees lack are an
-error before any training: stanza would stop on them only after the tagger has trained.
 """
 
 import argparse
 import logging
 import os
-import random
-import re
 import sys
 import time
-from collections import Counter
-from typing import FrozenSet, List, NamedTuple
 
 from .errors import PreprocessError
 from .stanza_model import FILES, model_files, write_record
 from .stanza_offline import EpochProgress, stanza_offline
-from .trees import TreeStats, canonical_token, iter_tree_texts, parse_tree, strip_label
-
-_ESCAPE = (("(", "-LRB-"), (")", "-RRB-"))
-
-
-def _leaf(word: str) -> str:
-    """A leaf as the pipeline will see the word (escapes undone), brackets escaped for the tree file."""
-    word = canonical_token(word)
-    for ch, esc in _ESCAPE:
-        word = word.replace(ch, esc)
-    return word
-
-
-def bracketed(node, words) -> str:
-    """One-line tree text of a normalised node (preprocess/trees.py's tuples)."""
-    tag, start, _, children = node
-    if children is None:
-        return f"({tag} {_leaf(words[start])})"
-    return f"({tag} " + " ".join(bracketed(c, words) for c in children) + ")"
-
-
-class Tree(NamedTuple):
-    text: str  # one line, under ROOT
-    words: List[str]
-    tags: List[str]
-    line: int  # of the tree's first line in its file
-    labels: FrozenSet[str]  # constituent labels, ROOT included (what stanza's trainer checks)
-
-
-def read_treebank(path: str):
-    """Normalised trees of a treebank file: [Tree], stats."""
-    stats = TreeStats()
-    out = []
-    empty = 0
-    try:
-        f = open(path, encoding="utf-8")
-    except OSError as e:
-        raise PreprocessError(f"cannot read the treebank: {e.strerror}", path) from None
-    with f:
-        for line, text in iter_tree_texts(f, path):
-            top, leaves = parse_tree(text, path, line, stats)  # BadTree / PreprocessError name file and line
-            if top is None:
-                empty += 1
-                continue
-            words = [canonical_token(w) for w in leaves]
-            tags = [None] * len(words)
-            labels = {"ROOT"}
-            stack = [top]
-            while stack:
-                tag, start, _, children = stack.pop()
-                if children is None:
-                    tags[start] = tag
-                else:
-                    labels.add(tag)
-                    stack.extend(children)
-            out.append(Tree(f"(ROOT {bracketed(top, leaves)})", words, tags, line, frozenset(labels)))
-    if not out:
-        raise PreprocessError("no tree with words in this file", path)
-    return out, dict(stats.as_dict(), empty_trees_skipped=empty)
-
-
-_INNER_LABEL = re.compile(r"\(\s*([^\s()]+)\s*\(")  # a label followed by a bracket: not a pre-terminal
-
-
-def raw_label_counts(path: str) -> Counter:
-    """Constituent labels as the file writes them (function tags stripped), before the
-    normalisation drops constituents over one word or over empty elements only."""
-    with open(path, encoding="utf-8") as f:
-        return Counter(strip_label(m) for m in _INNER_LABEL.findall(f.read()))
-
-
-def check_dev_labels(train_trees, dev_trees, train_path: str, dev_path: str, drop: bool):
-    """The dev trees whose labels all occur in the training trees; an error naming the first
-    other one, unless `drop`. Returns (dev trees kept, {label: dropped trees with it})."""
-    known = frozenset().union(*(t.labels for t in train_trees))
-    unseen = [t for t in dev_trees if not t.labels <= known]
-    counts = Counter(label for t in unseen for label in t.labels - known)
-    if unseen and not drop:
-        first = unseen[0]
-        label = min(first.labels - known)
-        raw = raw_label_counts(train_path)[label]
-        why = (f"{train_path} has {label} {raw} times, but each over a single word or over empty elements only, "
-               f"which the normalisation collapses or removes (as mgsa-preprocess reads trees)" if raw
-               else f"{train_path} has no {label}")
-        others = ", ".join(f"{k} in {n}" for k, n in sorted(counts.items()))
-        raise PreprocessError(f"constituent label {label} does not occur in the training trees ({why}), so the "
-                              f"parser could never predict it; {len(unseen)} of {len(dev_trees)} dev trees have such "
-                              f"labels ({others}): add trees with them to the training file, or pass "
-                              f"--unseen-dev-labels drop to leave those dev trees out (counted)", dev_path, first.line)
-    return [t for t in dev_trees if t.labels <= known], dict(sorted(counts.items()))
-
-
-def write_conllu(trees, path: str) -> None:
-    """The tagger's data: the treebank's tag in XPOS (what the parser reads) and in UPOS. stanza's
-    scorer (UD's) wants a tree in HEAD/DEPREL: a flat one, every word under the first."""
-    with open(path, "w", encoding="utf-8") as f:
-        for _, words, tags, _, _ in trees:
-            for i, (w, t) in enumerate(zip(words, tags), 1):
-                head = "0\troot" if i == 1 else "1\tdep"
-                f.write(f"{i}\t{w}\t_\t{t}\t{t}\t_\t{head}\t_\t_\n")
-            f.write("\n")
-
-
-def make_word_vectors(trees, out_pt: str, dim: int, seed: int, given: str = None) -> int:
-    """stanza's pretrain file from --wordvec (word2vec text, optionally .xz/.gz) or, by default,
-    random vectors over the training words: the tagger and parser fine-tune their own word
-    embeddings on top, the fixed vectors only need to cover the vocabulary."""
-    from stanza.models.common.pretrain import Pretrain
-
-    made = given is None
-    if made:
-        counts = Counter(w for t in trees for w in t.words)
-        rng = random.Random(seed)
-        given = out_pt[:-3] + ".vec.txt"
-        with open(given, "w", encoding="utf-8") as f:
-            f.write(f"{len(counts)} {dim}\n")
-            for w, _ in counts.most_common():
-                f.write(w + " " + " ".join(f"{rng.gauss(0, 0.1):.4f}" for _ in range(dim)) + "\n")
-    elif not os.path.isfile(given):
-        raise PreprocessError("word vector file not found", given)
-    if os.path.exists(out_pt):
-        os.remove(out_pt)
-    pretrain = Pretrain(out_pt, given, max_vocab=-1)
-    pretrain.load()  # reads the text file, writes the .pt
-    if made:
-        os.remove(given)  # the .pt holds the same vectors
-    return len(pretrain.vocab)
-
+from .stopping import Plateau, StopTraining, tagger_stopping
+from .treebank import check_dev_labels, read_treebank, write_conllu
+from .word_vectors import check_text, random_vectors, train_word2vec, write_pretrain
 
 def default_parser_epochs(train_trees: int, batch_size: int) -> int:
-    """About 2,000 updates, 4 to 20 epochs. 20 epochs of a small treebank are minutes; of 3,000
-    trees of 25 words they were 2-3 hours on a 2-core machine, where the dev F1 of the PTB-shaped
-    benchmark treebank was 92 after 2 epochs (docs/benchmarks-parser.md)."""
-    return min(20, max(4, round(2000 * batch_size / train_trees)))
+    """At most about 4,000 updates, 4 to 20 epochs (13 for the WSJ sample's 3,114 trees). stanza's
+    multistage training switches optimizer after half of them; on the WSJ sample its first stage
+    gained 2-3 F1 an epoch up to the switch and the second about 1, so the switch stays late and the
+    time cap usually ends the second stage (docs/benchmarks-parser.md)."""
+    return min(20, max(4, round(4000 * batch_size / train_trees)))
 
 
 def get_parser():
@@ -179,29 +49,59 @@ def get_parser():
         prog="mgsa-train-parser",
         description="Train stanza's POS tagger and constituency parser on PTB-format treebank files, offline, into "
                     "one directory that mgsa-preprocess --parser stanza --stanza-dir DIR and fairseq-interactive "
-                    "--stanza-dir DIR load. Defaults: a small model (hidden size 64) and about 2,000 parser updates "
-                    "(20 epochs of a few hundred trees, 7 of 3,000; times in docs/benchmarks-parser.md); each parser "
-                    "epoch prints its dev F1 and times.")
+                    "--stanza-dir DIR load. Defaults chosen on the Penn Treebank's WSJ sample (3,114 training trees; "
+                    "docs/benchmarks-parser.md): a small model (hidden size 64); the tagger and the parser each "
+                    "trained until their dev score stops improving or their time cap, keeping the best; one "
+                    "progress line per dev evaluation.")
     p.add_argument("--train", required=True, metavar="FILE", help="training trees (bracketed, a tree may span lines)")
     p.add_argument("--dev", required=True, metavar="FILE", help="dev trees: model selection and the reported score")
+    p.add_argument("--test", metavar="FILE", help="test trees: the final model is scored on them too (record 'test')")
     p.add_argument("--out", required=True, metavar="DIR", help="model directory to write")
     p.add_argument("--lang", default="xx", help="language code stored with the model (default: xx)")
-    p.add_argument("--wordvec", metavar="FILE", help="word vectors, word2vec text format (.xz/.gz too); default: "
-                                                      "random vectors over the training words")
-    p.add_argument("--wordvec-dim", type=int, default=50, help="dimension of the random vectors (default: 50)")
-    p.add_argument("--tagger-steps", type=int, default=200, help="tagger updates (default: 200)")
-    p.add_argument("--tagger-batch-size", type=int, default=100, help="words per tagger update (default: 100; "
-                                                                      "stanza's: 250)")
+    vec = p.add_mutually_exclusive_group()
+    vec.add_argument("--wordvec-text", metavar="FILE",
+                     help="learn word vectors from this text (gensim word2vec; one sentence a line, tokenized as the "
+                          "treebank is, .gz too), for example the NMT corpus's source side; the training trees' "
+                          "sentences are added to it. Default: random vectors over the training words")
+    vec.add_argument("--wordvec", metavar="FILE", help="word vectors made elsewhere, word2vec text format (.xz/.gz too)")
+    p.add_argument("--wordvec-dim", type=int,
+                   help="dimension of the learned or random vectors (default: 100 learned, 50 random)")
+    p.add_argument("--wordvec-epochs", type=int, default=10, help="word2vec passes over the text (default: 10)")
+    p.add_argument("--tagger-steps", type=int, default=5000, help="tagger updates at most (default: 5000)")
+    p.add_argument("--tagger-batch-size", type=int, default=32, help="sentences per tagger update (default: 32; "
+                                                                     "stanza's: 250)")
     p.add_argument("--tagger-lr", type=float, default=0.01, help="tagger learning rate (default: 0.01; stanza's: "
                                                                  "0.003 for 50000 steps)")
+    p.add_argument("--tagger-word-cutoff", type=int, default=1,
+                   help="training words seen fewer times get no embedding of the tagger's own (they are read by "
+                        "their characters and fixed vectors only). Default: 1, every word; stanza's: 7 with a large "
+                        "vector file, which on 3,000 trees left most word types without one")
+    p.add_argument("--tagger-eval-interval", type=int,
+                   help="tagger updates between dev evaluations (default: one pass over the training sentences, "
+                        "at most 500 and at most a quarter of --tagger-steps)")
+    p.add_argument("--tagger-patience", type=int, default=3,
+                   help="stop the tagger after this many dev evaluations without a new best (default: 3)")
+    p.add_argument("--tagger-minutes", type=float, default=7,
+                   help="time cap of the tagger: no evaluation interval starts that would end past it (default: 7)")
     p.add_argument("--parser-batch-size", type=int, default=10,
                    help="trees per parser update (default: 10; stanza's: 30). 50 made an epoch of 3,000 trees 1.5 "
                         "times faster but learned less per epoch: a lower dev F1 at the same time "
                         "(docs/benchmarks-parser.md)")
     p.add_argument("--parser-epochs", type=int,
-                   help="parser epochs, each one pass over the training trees (default: about 2,000 updates, at "
-                        "least 4 and at most 20 epochs: 20 up to 1,000 trees, 7 for 3,000); the dev F1 of each epoch "
-                        "is printed, so the time-quality trade is visible")
+                   help="parser epochs at most, each one pass over the training trees (default: about 4,000 updates, "
+                        "at least 4 and at most 20 epochs: 20 up to 2,000 trees, 13 for 3,000); stanza switches "
+                        "optimizer after half of them")
+    p.add_argument("--parser-patience", type=int, default=3,
+                   help="stop the parser after this many epochs without a new best dev F1, counted from stanza's "
+                        "optimizer switch at half of --parser-epochs (default: 3)")
+    p.add_argument("--parser-minutes", type=float, default=20,
+                   help="time cap of the parser, its setup included: no epoch starts that would end past it "
+                        "(default: 20)")
+    p.add_argument("--one-word-constituents", choices=["keep", "collapse"], default="keep",
+                   help="constituents over a single word, (NP (PRP it)): the parser learns them (keep, the default: "
+                        "as published parsers do, so that its evalb-convention F1 compares with theirs), or learns the "
+                        "trees as mgsa-preprocess reads them, collapsed to the word's tag (collapse). mgsa-preprocess "
+                        "collapses them either way when it reads the parser's trees")
     p.add_argument("--hidden-size", type=int, default=64,
                    help="hidden size of the tagger's and the parser's layers (stanza's defaults: 200-512)")
     p.add_argument("--unseen-dev-labels", choices=["error", "drop"], default="error",
@@ -221,13 +121,115 @@ def _stage(i, text):
     print(f"[mgsa-train-parser] {i}/5 {text}", flush=True)
 
 
+def _check(a):
+    if a.tagger_word_cutoff < 0:
+        raise PreprocessError(f"--tagger-word-cutoff must be at least 0 (got {a.tagger_word_cutoff})")
+    for name in ("tagger_steps", "tagger_batch_size", "tagger_eval_interval", "tagger_patience", "parser_epochs",
+                 "parser_batch_size", "parser_patience", "hidden_size", "wordvec_dim", "wordvec_epochs", "threads"):
+        if getattr(a, name) is not None and getattr(a, name) < 1:
+            raise PreprocessError(f"--{name.replace('_', '-')} must be at least 1 (got {getattr(a, name)})")
+    for name in ("tagger_minutes", "parser_minutes"):
+        if getattr(a, name) <= 0:
+            raise PreprocessError(f"--{name.replace('_', '-')} must be positive (got {getattr(a, name)})")
+    if a.wordvec_text:
+        check_text(a.wordvec_text)
+    if a.wordvec and not os.path.isfile(a.wordvec):
+        raise PreprocessError("word vector file not found", a.wordvec)
+    if a.test:
+        read_treebank(a.test)  # a bad test file fails now, not after the training
+
+
+def word_vectors(a, train_trees, pretrain_pt: str, record: dict) -> None:
+    """stanza's pretrain file: from --wordvec, learned from --wordvec-text, or random."""
+    if a.wordvec:
+        _stage(2, f"word vectors from {a.wordvec}")
+        record["wordvec"] = {"file": os.path.abspath(a.wordvec)}
+        record["wordvec"]["vocab"] = write_pretrain(a.wordvec, pretrain_pt)
+        return
+    txt = pretrain_pt[:-3] + ".vec.txt"
+    t0 = time.time()
+    if a.wordvec_text:
+        dim = a.wordvec_dim or 100
+        _stage(2, f"word vectors: gensim word2vec, dim {dim}, {a.wordvec_epochs} epochs over {a.wordvec_text} and "
+                  f"the training trees' sentences")
+        record["wordvec"] = train_word2vec(a.wordvec_text, [t.words for t in train_trees], txt, dim,
+                                           a.wordvec_epochs, a.seed)
+    else:
+        dim = a.wordvec_dim or 50
+        _stage(2, f"word vectors: random, dim {dim}, over the training words")
+        random_vectors([t.words for t in train_trees], txt, dim, a.seed)
+        record["wordvec"] = {"method": "random", "dim": dim}
+    record["wordvec"]["vocab"] = write_pretrain(txt, pretrain_pt)
+    os.remove(txt)  # the .pt holds the same vectors
+    record["wordvec"]["seconds"] = round(time.time() - t0, 1)
+
+
+def train_tagger(a, data, files, common, hidden, record) -> None:
+    from stanza.models import tagger
+
+    # one pass over the training sentences, at most 500 steps, at least 4 evaluations by --tagger-steps
+    interval = a.tagger_eval_interval or max(1, min(500, -(-record["train_trees"] // a.tagger_batch_size),
+                                                    a.tagger_steps // 4))
+    rule = Plateau(a.tagger_patience, 60 * a.tagger_minutes)
+    _stage(3, f"POS tagger: stanza.models.tagger, batches of {a.tagger_batch_size} sentences, dev accuracy every "
+              f"{interval} steps, until {a.tagger_patience} evaluations bring no new best, {a.tagger_steps} steps "
+              f"or {a.tagger_minutes:g} minutes")
+    t0 = time.time()
+    try:
+        with tagger_stopping(rule, interval, a.tagger_steps):
+            tagger.main(["--mode", "train", "--train_file", data["train"][1], "--eval_file", data["dev"][1],
+                         "--output_file", os.path.join(a.work, "dev.pred.conllu"), "--save_name", FILES["pos"],
+                         "--max_steps", str(a.tagger_steps), "--eval_interval", str(interval), "--fix_eval_interval",
+                         "--max_steps_before_stop", str(a.tagger_steps + 1), "--no_second_optim",
+                         "--batch_size", str(a.tagger_batch_size), "--lr", str(a.tagger_lr),
+                         "--word_cutoff", str(a.tagger_word_cutoff),
+                         "--hidden_dim", hidden, "--char_hidden_dim", hidden, "--deep_biaff_hidden_dim", hidden,
+                         "--composite_deep_biaff_hidden_dim", hidden, "--word_emb_dim", "50", "--char_emb_dim", "50",
+                         "--log_step", str(interval)] + common)
+    except StopTraining:
+        pass
+    record["tagger"] = {"seconds": round(time.time() - t0, 1), "eval_interval": interval, "stopped": rule.reason,
+                        "dev_accuracy": [round(x, 2) for x in rule.scores], "dev_seconds": rule.seconds,
+                        "best_step": (rule.best_index + 1) * interval if rule.scores else None}
+    record["tagger_seconds"] = record["tagger"]["seconds"]
+
+
+def train_parser(a, data, files, common, hidden, record) -> None:
+    from stanza.models import constituency_parser
+    from stanza.utils.constituency import condense_output_layers
+
+    batch = a.parser_batch_size
+    epochs = a.parser_epochs or default_parser_epochs(record["train_trees"], batch)
+    record.update(parser_batch_size=batch, parser_epochs_planned=epochs)
+    _stage(4, f"constituency parser: stanza.models.constituency_parser, at most {epochs} epochs of "
+              f"{record['train_trees']} trees in batches of {batch} (optimizer switch after {epochs // 2}), until "
+              f"{a.parser_patience} epochs bring no new best or {a.parser_minutes:g} minutes; dev F1 by "
+              f"mgsa_preprocess.bracket_score")
+    t0 = time.time()
+    rule = Plateau(a.parser_patience, 60 * a.parser_minutes, min_evals=epochs // 2 + a.parser_patience)
+    progress = EpochProgress(epochs, jsonl=os.path.join(a.work, "parser_epochs.jsonl"), rule=rule)
+    try:
+        with stanza_offline(a.out, progress):
+            constituency_parser.main(
+                ["--mode", "train", "--train_file", data["train"][0], "--eval_file", data["dev"][0],
+                 "--save_name", FILES["constituency"], "--epochs", str(epochs), "--epoch_size", "0",
+                 "--train_batch_size", str(batch), "--hidden_size", hidden, "--delta_embedding_dim", "50",
+                 "--retag_method", "xpos", "--no_checkpoint"] + common)
+    except StopTraining:
+        # what stanza does after its last epoch: drop the output rows no transition uses
+        condense_output_layers.condense_model(files["constituency"], files["constituency"], threshold=0.001)
+    record["parser_seconds"] = round(time.time() - t0, 1)
+    record["parser_setup_seconds"] = progress.setup_seconds  # reading, retagging, building the model
+    record["parser_epochs"] = progress.rows
+    record["parser_stopped"] = rule.reason
+    best = max(progress.rows, key=lambda r: r["dev_f1"]) if progress.rows else None
+    record["parser_best_epoch"] = best and best["epoch"]
+
+
 def train(a) -> dict:
     import torch
 
-    for name in ("tagger_steps", "tagger_batch_size", "parser_epochs", "parser_batch_size", "hidden_size",
-                 "wordvec_dim", "threads"):
-        if getattr(a, name) is not None and getattr(a, name) < 1:
-            raise PreprocessError(f"--{name.replace('_', '-')} must be at least 1 (got {getattr(a, name)})")
+    _check(a)
     torch.set_num_threads(a.threads)
     # stanza's trainers set their own loggers' levels (to DEBUG, some of them): --quiet mutes
     # records up to WARNING process-wide for the run instead
@@ -235,19 +237,20 @@ def train(a) -> dict:
     if a.quiet:
         logging.disable(logging.WARNING)
     start = time.time()
-    out = os.path.abspath(a.out)
-    work = os.path.join(out, "training")
-    os.makedirs(work, exist_ok=True)
-    files = model_files(out)
+    a.out = os.path.abspath(a.out)
+    a.work = os.path.join(a.out, "training")
+    os.makedirs(a.work, exist_ok=True)
+    files = model_files(a.out)
     for key in ("pos", "constituency"):
         if os.path.exists(files[key]):
             os.remove(files[key])  # a rerun trains from scratch, never on top of an old model
 
     _stage(1, f"reading {a.train} and {a.dev}")
-    train_trees, train_stats = read_treebank(a.train)
-    dev_trees, dev_stats = read_treebank(a.dev)
+    keep = a.one_word_constituents == "keep"
+    train_trees, train_stats = read_treebank(a.train, keep)
+    dev_trees, dev_stats = read_treebank(a.dev, keep)
     n_dev = len(dev_trees)
-    dev_trees, unseen = check_dev_labels(train_trees, dev_trees, a.train, a.dev, a.unseen_dev_labels == "drop")
+    dev_trees, unseen = check_dev_labels(train_trees, dev_trees, a.train, a.dev, a.unseen_dev_labels == "drop", keep)
     if unseen:
         print(f"[mgsa-train-parser] --unseen-dev-labels drop: dropped {n_dev - len(dev_trees)} of {n_dev} dev trees "
               f"with constituent labels the training trees lack ("
@@ -256,72 +259,47 @@ def train(a) -> dict:
             raise PreprocessError("no dev tree left after --unseen-dev-labels drop", a.dev)
     data = {}
     for split, trees in (("train", train_trees), ("dev", dev_trees)):
-        data[split] = os.path.join(work, f"{split}.mrg"), os.path.join(work, f"{split}.conllu")
+        data[split] = os.path.join(a.work, f"{split}.mrg"), os.path.join(a.work, f"{split}.conllu")
         with open(data[split][0], "w", encoding="utf-8") as f:
             f.writelines(t.text + "\n" for t in trees)
         write_conllu(trees, data[split][1])
     record = {"lang": a.lang, "files": dict(FILES), "train": os.path.abspath(a.train), "dev": os.path.abspath(a.dev),
               "train_trees": len(train_trees), "dev_trees": len(dev_trees),
               "dev_trees_dropped": {"trees": n_dev - len(dev_trees), "by_unseen_label": unseen},
-              "normalisation": {"train": train_stats, "dev": dev_stats}}
-    write_record(out, record)
+              "normalisation": {"train": train_stats, "dev": dev_stats},
+              "options": {k: v for k, v in vars(a).items() if k not in ("out", "work", "quiet")},
+              "load_average_at_start": " ".join(f"{x:.2f}" for x in os.getloadavg())}
+    write_record(a.out, record)
 
-    batch = a.parser_batch_size
-    epochs = a.parser_epochs or default_parser_epochs(len(train_trees), batch)
-    record.update(parser_batch_size=batch, parser_epochs_planned=epochs)
-    _stage(2, "word vectors" + (f" from {a.wordvec}" if a.wordvec else f": random, dim {a.wordvec_dim}, "
-                                                                       f"over the training words"))
-    record["wordvec_vocab"] = make_word_vectors(train_trees, files["pretrain"], a.wordvec_dim, a.seed, a.wordvec)
-    record["wordvec"] = os.path.abspath(a.wordvec) if a.wordvec else f"random, dim {a.wordvec_dim}"
-
+    word_vectors(a, train_trees, files["pretrain"], record)
     common = ["--lang", a.lang, "--shorthand", f"{a.lang}_mgsa", "--wordvec_pretrain_file", files["pretrain"],
-              "--save_dir", out, "--seed", str(a.seed), "--device", a.device]
+              "--save_dir", a.out, "--seed", str(a.seed), "--device", a.device]
     hidden = str(a.hidden_size)
-    _stage(3, f"POS tagger: stanza.models.tagger, {a.tagger_steps} steps")
-    t0 = time.time()
-    from stanza.models import tagger
+    record["tagger_start_seconds"] = round(time.time() - start, 1)  # for curves against the command's time
+    train_tagger(a, data, files, common, hidden, record)
+    write_record(a.out, record)  # a run stopped during the parser's epochs keeps what it measured
+    record["parser_start_seconds"] = round(time.time() - start, 1)
+    train_parser(a, data, files, common, hidden, record)
+    write_record(a.out, record)
 
-    tagger.main(["--mode", "train", "--train_file", data["train"][1], "--eval_file", data["dev"][1],
-                 "--output_file", os.path.join(work, "dev.pred.conllu"), "--save_name", FILES["pos"],
-                 "--max_steps", str(a.tagger_steps), "--eval_interval", str(max(a.tagger_steps // 5, 1)),
-                 "--fix_eval_interval", "--batch_size", str(a.tagger_batch_size), "--lr", str(a.tagger_lr),
-                 "--hidden_dim", hidden, "--char_hidden_dim", hidden, "--deep_biaff_hidden_dim", hidden,
-                 "--composite_deep_biaff_hidden_dim", hidden, "--word_emb_dim", "50", "--char_emb_dim", "50",
-                 "--log_step", str(max(a.tagger_steps // 10, 1))] + common)
-    record["tagger_seconds"] = round(time.time() - t0, 1)
-    write_record(out, record)  # a run stopped during the parser's epochs keeps what it measured
-
-    _stage(4, f"constituency parser: stanza.models.constituency_parser, {epochs} epochs of "
-              f"{len(train_trees)} trees in batches of {batch}, dev F1 by preprocess/bracket_score.py")
-    t0 = time.time()
-    from stanza.models import constituency_parser
-
-    progress = EpochProgress(epochs, jsonl=os.path.join(work, "parser_epochs.jsonl"))
-    with stanza_offline(out, progress):
-        constituency_parser.main(
-            ["--mode", "train", "--train_file", data["train"][0], "--eval_file", data["dev"][0],
-             "--save_name", FILES["constituency"], "--epochs", str(epochs), "--epoch_size", "0",
-             "--train_batch_size", str(batch), "--hidden_size", hidden, "--delta_embedding_dim", "50",
-             "--retag_method", "xpos", "--no_checkpoint"] + common)
-    record["parser_seconds"] = round(time.time() - t0, 1)
-    record["parser_setup_seconds"] = progress.setup_seconds  # reading, retagging, building the model
-    record["parser_epochs"] = progress.rows
-
-    _stage(5, "loading the directory as mgsa-preprocess does and scoring the dev set")
-    from .bracket_score import score_pairs
+    _stage(5, "loading the directory as mgsa-preprocess does and scoring the dev set" + (" and the test set"
+                                                                                        if a.test else ""))
+    from .parser_eval import evaluate, summary
     from .stanza_model import load_pipeline
 
-    pipeline = load_pipeline(out)
-    doc = pipeline([t.words for t in dev_trees])
-    scores = score_pairs(((t.text, "{}".format(s.constituency)) for t, s in zip(dev_trees, doc.sentences)))
-    tagged = [(w.xpos == tag) for t, s in zip(dev_trees, doc.sentences) for w, tag in zip(s.words, t.tags)]
-    record["dev"] = dict(scores.as_dict(), tag_accuracy=round(100 * sum(tagged) / len(tagged), 2))
+    pipeline = load_pipeline(a.out)
+    record["dev"], _ = evaluate(a.out, dev_trees, pipeline, a.threads)
+    if a.test:
+        test_trees, _ = read_treebank(a.test)
+        record["test"], _ = evaluate(a.out, test_trees, pipeline, a.threads)
+        record["test"]["file"] = os.path.abspath(a.test)
     record["seconds"] = round(time.time() - start, 1)
+    record["load_average_at_end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
     record["bytes"] = {k: os.path.getsize(files[k]) for k in ("pretrain", "pos", "constituency")}
-    write_record(out, record)
-    print(f"[mgsa-train-parser] done in {record['seconds']:.0f} s: dev labeled bracket F1 {record['dev']['f1']:.2f}, "
-          f"tag accuracy {record['dev']['tag_accuracy']:.2f}, {sum(record['bytes'].values()) / 1e6:.1f} MB -> {out}",
-          flush=True)
+    write_record(a.out, record)
+    print(f"[mgsa-train-parser] done in {record['seconds']:.0f} s: dev {summary(record['dev'])}"
+          + (f"; test {summary(record['test'])}" if a.test else "")
+          + f", {sum(record['bytes'].values()) / 1e6:.1f} MB -> {a.out}", flush=True)
     return record
 
 

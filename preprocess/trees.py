@@ -110,13 +110,16 @@ class TreeStats:
 
 
 def parse_tree(text: str, path: str = None, line: int = None,
-               stats: Optional[TreeStats] = None) -> Tuple[Optional[Node], List[str]]:
+               stats: Optional[TreeStats] = None, keep_one_word: bool = False) -> Tuple[Optional[Node], List[str]]:
     """Parse and normalise one bracketed tree: ``(top constituent or None, leaves)``.
 
     The top constituent is what remains after removing the outer bracket; it is
     None for an empty tree (``()``, or a tree of empty elements only). Raises
     ``BadTree`` for a malformed but delimited tree (``--lenient`` may repair it)
     and ``PreprocessError`` for bracket imbalance or two trees in one text.
+    ``keep_one_word``: constituents over one word are kept, with their pre-terminal as
+    child, instead of being collapsed (mgsa-train-parser: a parser that learns them
+    scores under evalb's convention; mgsa-preprocess collapses them when it reads its trees).
     """
     tokens = _TOKENS.findall(text)
     n = len(tokens)
@@ -167,7 +170,7 @@ def parse_tree(text: str, path: str = None, line: int = None,
                     raise BadTree(f"empty constituent ({label})", path, line, reason="malformed tree")
                 else:  # "()" or "(ROOT)": an explicitly empty tree
                     node = None
-            elif len(leaves) - start == 1:
+            elif len(leaves) - start == 1 and not keep_one_word:
                 node = children[0]  # one word: carried as its pre-terminal
             else:
                 node = (tag, start, len(leaves), children)

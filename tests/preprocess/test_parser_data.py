@@ -100,7 +100,7 @@ def test_dev_label_missing_from_training_trees_stops_before_training(tmp_path, c
     out = tmp_path / "out"
     with pytest.raises(SystemExit) as e:
         main(["--train", str(tmp_path / "train.mrg"), "--dev", str(tmp_path / "dev.mrg"), "--out", str(out),
-              "--quiet"])
+              "--one-word-constituents", "collapse", "--quiet"])
     assert e.value.code == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1, err
@@ -109,6 +109,23 @@ def test_dev_label_missing_from_training_trees_stops_before_training(tmp_path, c
     assert "3 of 4 dev trees have such labels (ADVP in 1, WHADJP in 2)" in err[0]
     assert "--unseen-dev-labels drop" in err[0]
     assert not (out / "pos.pt").exists() and not (out / "pretrain.pt").exists()
+
+
+def test_one_word_constituents_kept_by_default(tmp_path, capsys):
+    """The default keeps constituents over one word, so WHADJP over "big" is a training label:
+    only ADVP (over an empty element only) is missing, and the message says just that."""
+    (tmp_path / "train.mrg").write_text(TRAIN)
+    (tmp_path / "dev.mrg").write_text(DEV)
+    trees, _ = read_treebank(str(tmp_path / "train.mrg"), keep_one_word=True)
+    assert trees[1].text == "(ROOT (S (NP (WHADJP (JJ big))) (VP (VBD ran)) (. .)))"
+    assert trees[0].text == "(ROOT (S (NP (DT the) (NN dog)) (VP (VBD saw) (NP (NNP Anna))) (. .)))"
+    with pytest.raises(SystemExit):
+        main(["--train", str(tmp_path / "train.mrg"), "--dev", str(tmp_path / "dev.mrg"),
+              "--out", str(tmp_path / "out"), "--quiet"])
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"mgsa-train-parser: error: {tmp_path / 'dev.mrg'}:5: constituent label ADVP ")
+    assert "has ADVP 1 times, but each over empty elements only, which the normalisation removes" in err
+    assert "1 of 4 dev trees have such labels (ADVP in 1)" in err
 
 
 def test_unseen_dev_labels_drop_keeps_exactly_the_other_trees(tmp_path):
@@ -131,14 +148,14 @@ def test_unseen_dev_labels_drop_keeps_exactly_the_other_trees(tmp_path):
     assert kept_all == [dev[0], dev[0]] and none == {}
 
 
-def test_default_parser_epochs_are_about_2000_updates():
+def test_default_parser_epochs_are_at_most_about_4000_updates():
     from mgsa_preprocess.train_parser import default_parser_epochs
 
-    assert [default_parser_epochs(n, 10) for n in (40, 300, 1000, 1100, 3000, 3114, 40000)] == [
-        20, 20, 20, 18, 7, 6, 4]
-    for trees in range(100, 6000, 37):
+    assert [default_parser_epochs(n, 10) for n in (40, 300, 2000, 2200, 3000, 3114, 40000)] == [
+        20, 20, 20, 18, 13, 13, 4]
+    for trees in range(100, 12000, 37):
         e = default_parser_epochs(trees, 10)
         updates = e * trees / 10
         assert 4 <= e <= 20
-        if 4 < e < 20:  # as near 2,000 updates as whole epochs get
-            assert abs(updates - 2000) <= trees / 10 / 2 + 1e-9
+        if 4 < e < 20:  # as near 4,000 updates as whole epochs get
+            assert abs(updates - 4000) <= trees / 10 / 2 + 1e-9
