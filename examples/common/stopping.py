@@ -12,8 +12,10 @@ so where a run stops does not depend on the machine's load.
 `summary` reads what fairseq writes to train.log (its standard lines, left as they are): the
 update the run stopped at, its best validation loss and the update of that, how it stopped
 (`patience`, `cap`, or `running` when neither line is there yet), whether the last validation
-was the best one (a run cut by the cap while still improving), and the training minutes
-(fairseq's cumulative `train_wall`, which survives a resume).
+was the best one (a run cut by the cap while still improving), by how much the best loss fell
+over the last PATIENCE validations (the run's own --patience, read from its logged
+configuration: how far from flat a run cut by the cap was), and the run's minutes (fairseq's
+`wall`: training and validation since the start, carried across a resume by the checkpoint).
 
 A resumed run keeps its best checkpoint, but fairseq counts the validations without a new
 best afresh after a resume (its counter is not in the checkpoint): it can run up to PATIENCE
@@ -32,9 +34,11 @@ NO_EPOCH_INTERVAL = "1000000"
 
 VALID_LINE = re.compile(r"\| valid on '[^']*' subset \|(.*)$")
 TRAIN_LINE = re.compile(r"\| (?:train_inner|train) \|(.*)$")
-FIELD = re.compile(r"\s*([a-z_]+)\s+([-+0-9.e]+|inf|nan)\s*")
+# "| loss 4.8 | num_updates 1200" (epoch and validation lines), "loss=4.8, num_updates=1200" (train_inner)
+FIELD = re.compile(r"\s*([a-z_]+)(?:=|\s+)([-+0-9.e]+|inf|nan)\s*")
 EARLY_STOP = "early stop since valid performance hasn't improved"
 CAP_STOP = re.compile(r"Stopping training due to num_updates: (\d+) >= max_update: (\d+)")
+PATIENCE = re.compile(r"'patience': (-?\d+)")
 
 
 def fairseq_args(patience: int, valid_interval: int, max_update: int) -> List[str]:
@@ -57,6 +61,8 @@ class Summary:
     validations: int
     stopped_by: str               # patience, cap or running
     improving_at_end: bool        # the last validation was the best one
+    patience: Optional[int]       # the run's --patience
+    recent_gain: Optional[float]  # best loss before the last `patience` validations minus the best loss
     train_minutes: Optional[float]
 
     def line(self) -> str:
@@ -64,13 +70,15 @@ class Summary:
             f"best valid loss {self.best_loss:.3f} at update {self.best_update}"
         how = {"patience": "stopped on validation", "running": "still running (or killed)",
                "cap": "cut by the cap" + (" while still improving" if self.improving_at_end else "")}[self.stopped_by]
-        mins = "" if self.train_minutes is None else f", {self.train_minutes:.1f} training minutes"
+        if self.recent_gain is not None and self.stopped_by == "cap":
+            how += f" (best loss down {self.recent_gain:.3f} over the last {self.patience} validations)"
+        mins = "" if self.train_minutes is None else f", {self.train_minutes:.1f} minutes"
         return f"{self.log}: update {self.stop_update}, {best} ({self.validations} validations), {how}{mins}"
 
 
 def fields(text: str) -> dict:
     out = {}
-    for part in text.split("|"):
+    for part in re.split(r"[|,]", text):
         m = FIELD.fullmatch(part)
         if m:
             out[m.group(1)] = float(m.group(2))
@@ -79,7 +87,7 @@ def fields(text: str) -> dict:
 
 def read_train_log(path: str) -> Summary:
     """The run's stopping record from its train.log (appended to across resumes)."""
-    valids, last_update, wall, stopped_by = [], 0, None, "running"
+    valids, last_update, wall, stopped_by, patience = [], 0, None, "running", None
     with open(path, encoding="utf-8", errors="replace") as f:
         for line in f:
             m = VALID_LINE.search(line)
@@ -94,20 +102,27 @@ def read_train_log(path: str) -> Summary:
                 v = fields(m.group(1))
                 if "num_updates" in v:
                     last_update = max(last_update, int(v["num_updates"]))
-                if "train_wall" in v:
-                    wall = v["train_wall"]
+                if "wall" in v:
+                    wall = v["wall"]
                 continue
+            m = PATIENCE.search(line)
+            if m:
+                patience = int(m.group(1))
             if EARLY_STOP in line:
                 stopped_by = "patience"
             elif CAP_STOP.search(line) and stopped_by != "patience":
                 stopped_by = "cap"
+    minutes = None if wall is None else wall / 60
     if not valids:
-        return Summary(path, last_update, None, None, 0, stopped_by, False, None if wall is None else wall / 60)
+        return Summary(path, last_update, None, None, 0, stopped_by, False, patience, None, minutes)
     # the first of equal bests, as fairseq keeps it (a new best must be strictly lower)
     best_loss, best_update = min(valids, key=lambda lv: (lv[0], lv[1]))
     improving = valids[-1][1] == best_update
-    return Summary(path, last_update, best_loss, best_update, len(valids), stopped_by, improving,
-                   None if wall is None else wall / 60)
+    gain = None
+    if patience and patience > 0 and len(valids) > patience:
+        gain = min(loss for loss, _ in valids[:-patience]) - best_loss
+    return Summary(path, last_update, best_loss, best_update, len(valids), stopped_by, improving, patience, gain,
+                   minutes)
 
 
 def main(argv=None):
