@@ -361,7 +361,11 @@ step_average_and_generate() {
   esac
   if { [ "$avg" -nt "$CKPT_DIR/checkpoint_last.pt" ] || [ "$DECODE_CHECKPOINT" = best ]; } \
       && [ "$out/hyp.tok" -nt "$CKPT_DIR/checkpoint_last.pt" ] && [ "$out/hyp.tok" -nt "$avg" ]; then
-    log "07_average_and_generate: done already ($out/hyp.tok is newer than $avg and the last checkpoint)"
+    if [ "$DECODE_CHECKPOINT" = average ]; then
+      log "07_average_and_generate: done already ($out/hyp.tok is newer than $avg, itself newer than the last checkpoint)"
+    else
+      log "07_average_and_generate: done already ($out/hyp.tok is newer than $avg and the last checkpoint)"
+    fi
     return 0
   fi
   fp16_flag=$(fp16_flags)
