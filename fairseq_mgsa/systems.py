@@ -4,8 +4,9 @@
 A system is what a user picks: an architecture family at a size, the task that feeds it,
 the criterion and its options, and the model options that make it that system. Sizes:
 `base`, `big` and `iwslt` are registered fairseq architectures (the entry names one per
-size); `tiny` is the base architecture with the small dimensions of TINY_ARGS (tests,
-quick benchmarks). Training hyper-parameters (optimizer, learning rate, label smoothing,
+size); `tiny` and `cpu` are the base architecture with the dimensions of DIMS: `tiny` for
+tests and quick benchmarks, `cpu` for training on one CPU core to convergence on a small
+corpus in 15-30 minutes (examples/multi30k_en_de/README.md says why these dimensions). Training hyper-parameters (optimizer, learning rate, label smoothing,
 dropout, batch) are not part of a system: the caller gives every system the same.
 
 Adding a system is one entry in SYSTEMS below, and nothing else:
@@ -33,12 +34,20 @@ import sys
 from dataclasses import dataclass, field
 from typing import Dict, List, Tuple
 
-SIZES = ("tiny", "base", "big", "iwslt")
-# `tiny`: the base architecture with these dimensions (4 heads: one per MG-SA granularity).
-TINY_ARGS = ("--encoder-layers", "3", "--decoder-layers", "3",
-             "--encoder-embed-dim", "128", "--decoder-embed-dim", "128",
-             "--encoder-ffn-embed-dim", "256", "--decoder-ffn-embed-dim", "256",
-             "--encoder-attention-heads", "4", "--decoder-attention-heads", "4")
+SIZES = ("tiny", "cpu", "base", "big", "iwslt")
+
+
+def dims(layers: int, d: int, ffn: int, heads: int) -> Tuple[str, ...]:
+    return ("--encoder-layers", str(layers), "--decoder-layers", str(layers),
+            "--encoder-embed-dim", str(d), "--decoder-embed-dim", str(d),
+            "--encoder-ffn-embed-dim", str(ffn), "--decoder-ffn-embed-dim", str(ffn),
+            "--encoder-attention-heads", str(heads), "--decoder-attention-heads", str(heads))
+
+
+# Sizes that are the base architecture with other dimensions; 4 heads: MG-SA has one word head
+# and one per granularity.
+DIMS = {"tiny": dims(3, 128, 256, 4), "cpu": dims(3, 128, 512, 4)}
+TINY_ARGS = DIMS["tiny"]
 BASELINE = "transformer"
 
 
@@ -62,7 +71,7 @@ class System:
     notes: str = ""
 
     def __post_init__(self):
-        missing = [s for s in SIZES if s != "tiny" and s not in self.archs]
+        missing = [s for s in SIZES if s not in DIMS and s not in self.archs]
         if missing:
             raise ValueError(f"system {self.name}: no architecture for size {', '.join(missing)}")
         if self.needs_trees and self.task != "mgsa_translation":
@@ -70,14 +79,13 @@ class System:
 
     def arch(self, size: str) -> str:
         check_size(size)
-        return self.archs["base" if size == "tiny" else size]
+        return self.archs["base" if size in DIMS else size]
 
     def train_args(self, size: str) -> List[str]:
         """The fairseq-train options that make this system at `size` (the rest, data and
         hyper-parameters, is the caller's)."""
-        dims = list(TINY_ARGS) if size == "tiny" else []
-        return ["--task", self.task, "--arch", self.arch(size), *dims, *self.size_args.get(size, ()), *self.model_args,
-                "--criterion", self.criterion, *self.criterion_args]
+        return ["--task", self.task, "--arch", self.arch(size), *DIMS.get(size, ()), *self.size_args.get(size, ()),
+                *self.model_args, "--criterion", self.criterion, *self.criterion_args]
 
     def generate_args(self) -> List[str]:
         """The fairseq-generate options this system needs (the checkpoint holds the rest)."""
@@ -93,7 +101,8 @@ SYSTEMS: Dict[str, System] = {s.name: s for s in (
     System("transformer_matched", "Transformer, parameter-matched to PBA interleaved QUERYK",
            {"base": "transformer", "big": "transformer_vaswani_wmt_en_de_big", "iwslt": "transformer_iwslt_de_en"},
            size_args={size: ("--encoder-ffn-embed-dim", str(width), "--decoder-ffn-embed-dim", str(width))
-                      for size, width in (("tiny", 1472), ("base", 6784), ("big", 13568), ("iwslt", 5760))},
+                      for size, width in (("tiny", 1472), ("cpu", 1728), ("base", 6784), ("big", 13568),
+                                                  ("iwslt", 5760))},
            notes="the baseline with a wider FFN: within 5% of pba_interleaved_queryk's parameters (PEERS.md 7)"),
     System("mgsa_ngram", "MG-SA n-gram", sized("mgsa_transformer"),
            notes="word,ngram2,ngram3,ngram4 heads, SAN composition, layer 1"),

@@ -28,8 +28,9 @@ def test_every_system_parses_with_fairseq_at_every_size(size, tmp_path):
         args = options.parse_args_and_arch(parser, input_args=[
             str(tmp_path), "--user-dir", os.path.join(ROOT, "fairseq_mgsa"), *s.train_args(size)])
         assert (args.task, args.arch, args.criterion) == (s.task, s.arch(size), s.criterion)
-        if size == "tiny":
+        if size in ("tiny", "cpu"):
             assert args.encoder_embed_dim == 128 and args.encoder_layers == 3
+            assert args.encoder_ffn_embed_dim == (256 if size == "tiny" else 512) or s.name == "transformer_matched"
         opts = list(s.model_args) + ["--end"]
         for opt, value in zip(opts, opts[1:]):  # each option with its value (a flag: True) reaches fairseq
             if opt.startswith("--"):
@@ -71,7 +72,7 @@ def test_command_line_without_fairseq():
     assert proc.stdout.strip() == "False False"
 
 
-@pytest.mark.parametrize("size", ["tiny", "base", "big"])
+@pytest.mark.parametrize("size", ["tiny", "cpu", "base", "big"])
 def test_parameter_matched_baseline_within_5_percent_of_its_peer(size):
     """Counted from built models (meta device), whole models with a 32,000-word joined dictionary."""
     from fairseq_mgsa.analysis.compare.matched import PEER, count_params, matched_args, model_args

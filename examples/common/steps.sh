@@ -1,6 +1,6 @@
-# The steps after download, shared by the recipes (examples/wmt14_en_de, examples/iwslt14_de_en).
-# Sourced by the numbered scripts, which set the variables first (their defaults are at
-# the top of each script); each step_* function reads them. Every step leaves a marker in
+# The steps after download, shared by the recipes (examples/wmt14_en_de, examples/iwslt14_de_en,
+# examples/multi30k_en_de). Sourced through preamble.sh, after the variables are set (the
+# recipe's defaults.sh, then preamble.sh's); each step_* function reads them. Every step leaves a marker in
 # $WORKDIR/.done and skips the work it finds done, so a rerun resumes where it stopped.
 #
 # Files, under WORKDIR:
@@ -138,7 +138,8 @@ exit_unless_trees_needed() {
 # check_parser: stop unless mgsa-preprocess and stanza's constituency model are there.
 check_parser() {
   need mgsa-preprocess "install fairseq-mgsa (bash scripts/install.sh)"
-  if [ ! -d "$STANZA_DIR/$PARSER_LANG/constituency" ]; then
+  # a model directory mgsa-train-parser wrote (its record mgsa_parser.json), or stanza's downloads
+  if [ ! -f "$STANZA_DIR/mgsa_parser.json" ] && [ ! -d "$STANZA_DIR/$PARSER_LANG/constituency" ]; then
     die "no stanza constituency model for '$PARSER_LANG' in $STANZA_DIR: run 01_download.sh on a machine with network (or python -c \"import stanza; stanza.download('$PARSER_LANG', model_dir='$STANZA_DIR', processors='tokenize,pos,constituency')\") and copy $STANZA_DIR here, or give gold trees with TREES_DIR"
   fi
   [[ "$NUM_SHARDS" =~ ^[1-9][0-9]*$ ]] || die "NUM_SHARDS must be a positive number (got '$NUM_SHARDS')"
@@ -291,6 +292,15 @@ check_user_dir() {
   [ -f "${USER_DIR:-}/__init__.py" ] || die "USER_DIR='${USER_DIR:-}' is not the fairseq_mgsa package directory (\`mgsa-user-dir\` prints it; install fairseq-mgsa first)"
 }
 
+# cpu_threads: with GPUS=0, fairseq on the CPU (--cpu, data loading in the main process) with
+# THREADS threads when that is set (one a run: runs side by side then do not fight over cores).
+cpu_threads() {
+  [ "${GPUS:-0}" = 0 ] || return 0
+  FAIRSEQ_EXTRA="--cpu --num-workers 0 ${FAIRSEQ_EXTRA:-}"
+  GEN_EXTRA="--cpu --num-workers 0 ${GEN_EXTRA:-}"
+  if [ -n "${THREADS:-}" ]; then export OMP_NUM_THREADS=$THREADS MKL_NUM_THREADS=$THREADS; fi
+}
+
 # fp16_flags: --fp16 when FP16=1, or FP16=auto and torch sees a GPU.
 fp16_flags() {
   if [ "$FP16" = 1 ] || { [ "$FP16" = auto ] && has_cuda; }; then echo --fp16; fi
@@ -302,33 +312,40 @@ step_train() {
   need fairseq-train "install fairseq-mgsa (bash scripts/install.sh)"
   check_user_dir
   need_files "$DATA_BIN/dict.$SRC.txt"
-  local sys_opts=() sys_extra=() extra=() fp16_flag
+  local sys_opts=() sys_extra=() extra=() stop=() fp16_flag out
   system_train_args "$SYSTEM" "$ARCH_SIZE" sys_opts
+  if [ -n "${PATIENCE:-}" ]; then   # stopped on validation, MAX_UPDATE the cap (stopping.py)
+    out=$(python "$COMMON_DIR/stopping.py" args --patience "$PATIENCE" --valid-interval "$VALID_INTERVAL" \
+      --max-update "$MAX_UPDATE") || die "PATIENCE, VALID_INTERVAL, MAX_UPDATE: see the message above"
+    mapfile -t stop <<< "$out"
+  else
+    stop=(--max-update "$MAX_UPDATE" --save-interval-updates "$SAVE_INTERVAL_UPDATES")
+  fi
   split_words SYSTEM_ARGS sys_extra
   split_words FAIRSEQ_EXTRA extra
   # GPUS GPUs exactly (fairseq would take every visible one): the batch is GPUS x MAX_TOKENS x UPDATE_FREQ
   [ "${GPUS:-0}" -ge 1 ] && extra=(--distributed-world-size "$GPUS" "${extra[@]}")
   fp16_flag=$(fp16_flags)
   mkdir -p "$CKPT_DIR"
-  log "training $RUN_NAME: $SYSTEM = ${sys_opts[*]}${sys_extra[*]:+ ${sys_extra[*]}}; ${GPUS:-0} GPUs x max tokens $MAX_TOKENS x update freq $UPDATE_FREQ, lr $LR, dropout $DROPOUT, $MAX_UPDATE updates${fp16_flag:+, fp16} -> $CKPT_DIR"
+  log "training $RUN_NAME: $SYSTEM = ${sys_opts[*]}${sys_extra[*]:+ ${sys_extra[*]}}; ${GPUS:-0} GPUs x max tokens $MAX_TOKENS x update freq $UPDATE_FREQ, lr $LR, dropout $DROPOUT, $MAX_UPDATE updates${PATIENCE:+ at most (stopped after $PATIENCE validations every $VALID_INTERVAL updates without a better loss)}${fp16_flag:+, fp16} -> $CKPT_DIR"
   # shellcheck disable=SC2086  # $fp16_flag is empty or one word
   fairseq-train "$DATA_BIN" --user-dir "$USER_DIR" "${sys_opts[@]}" "${sys_extra[@]}" \
     --source-lang "$SRC" --target-lang "$TGT" --share-all-embeddings --dropout "$DROPOUT" \
     --optimizer adam --adam-betas '(0.9, 0.98)' --adam-eps 1e-9 --clip-norm 0.0 --weight-decay "$WEIGHT_DECAY" \
-    --lr "$LR" --lr-scheduler inverse_sqrt --warmup-updates "$WARMUP" --warmup-init-lr 1e-07 \
+    --lr "$LR" --lr-scheduler inverse_sqrt --warmup-updates "$WARMUP" --warmup-init-lr "$WARMUP_INIT_LR" \
     --label-smoothing "$LABEL_SMOOTHING" \
-    --max-tokens "$MAX_TOKENS" --update-freq "$UPDATE_FREQ" --max-update "$MAX_UPDATE" \
-    --save-dir "$CKPT_DIR" --save-interval-updates "$SAVE_INTERVAL_UPDATES" \
-    --keep-interval-updates "$AVG_N" --no-epoch-checkpoints \
+    --max-tokens "$MAX_TOKENS" --update-freq "$UPDATE_FREQ" "${stop[@]}" \
+    --save-dir "$CKPT_DIR" --keep-interval-updates "$AVG_N" --no-epoch-checkpoints \
     --skip-invalid-size-inputs-valid-test --seed "$SEED" \
     --log-format simple --log-interval "$LOG_INTERVAL" $fp16_flag "${extra[@]}" \
     2>&1 | tee -a "$CKPT_DIR/train.log"
 }
 
-# 07: average the last AVG_N checkpoints, translate the test set (beam BEAM, length
-# penalty LENPEN) and keep the hypotheses in test order (fairseq-generate's log, with its
-# speed, in generate-test.log). Redone only when training went on
-# since (checkpoint_last.pt newer than the average).
+# 07: the checkpoint to decode: with DECODE_CHECKPOINT=average the average of the last AVG_N
+# checkpoints, with DECODE_CHECKPOINT=best the one with the best validation loss; translate the
+# test set (beam BEAM, length penalty LENPEN) and keep the hypotheses in test order
+# (fairseq-generate's log, with its speed, in generate-test.log). Redone only when training went
+# on since (checkpoint_last.pt newer than the checkpoint decoded).
 step_average_and_generate() {
   need fairseq-generate "install fairseq-mgsa (bash scripts/install.sh)"
   check_user_dir
@@ -337,13 +354,25 @@ step_average_and_generate() {
   task=$(system_field "$SYSTEM" task) || exit 1
   split_words GEN_EXTRA extra
   need_files "$CKPT_DIR/checkpoint_last.pt" "$WORKDIR/tok/test.$TGT"
-  if [ "$avg" -nt "$CKPT_DIR/checkpoint_last.pt" ] && [ "$out/hyp.tok" -nt "$avg" ]; then
-    log "07_average_and_generate: done already ($out/hyp.tok is newer than $avg, itself newer than the last checkpoint)"
+  case "$DECODE_CHECKPOINT" in
+    average) ;;
+    best) avg=$CKPT_DIR/checkpoint_best.pt; need_files "$avg" ;;
+    *) die "DECODE_CHECKPOINT must be average or best (got '$DECODE_CHECKPOINT')" ;;
+  esac
+  if { [ "$avg" -nt "$CKPT_DIR/checkpoint_last.pt" ] || [ "$DECODE_CHECKPOINT" = best ]; } \
+      && [ "$out/hyp.tok" -nt "$CKPT_DIR/checkpoint_last.pt" ] && [ "$out/hyp.tok" -nt "$avg" ]; then
+    if [ "$DECODE_CHECKPOINT" = average ]; then
+      log "07_average_and_generate: done already ($out/hyp.tok is newer than $avg, itself newer than the last checkpoint)"
+    else
+      log "07_average_and_generate: done already ($out/hyp.tok is newer than $avg and the last checkpoint)"
+    fi
     return 0
   fi
   fp16_flag=$(fp16_flags)
   mkdir -p "$out"
-  python "$COMMON_DIR/average_checkpoints.py" "$CKPT_DIR" --num "$AVG_N" --output "$avg"
+  if [ "$DECODE_CHECKPOINT" = average ]; then
+    python "$COMMON_DIR/average_checkpoints.py" "$CKPT_DIR" --num "$AVG_N" --output "$avg"
+  fi
   log "translating the test set with $avg"
   # --required-batch-size-multiple 1: fairseq drops a last batch smaller than the
   # multiple (8 by default), which would silently skip test sentences.
@@ -418,15 +447,22 @@ run_name() {
   if [ "${#seeds[@]}" -gt 1 ]; then echo "$1${RUN_SUFFIX:-}_seed$2"; else echo "$1${RUN_SUFFIX:-}"; fi
 }
 
-# 09: mgsa-compare (fairseq_mgsa/analysis/compare/) of every system of SYSTEMS, every seed of
-# SEEDS, against BASELINE (default transformer when it is in SYSTEMS, else the first; another
+# seeds_of SYSTEM: the training seeds of SYSTEM: all of SEEDS when it is one of
+# MULTI_SEED_SYSTEMS (by default every system), else the first seed of SEEDS only.
+seeds_of() {
+  local seeds=()
+  read -r -a seeds <<< "${SEEDS:-1}"
+  if in_list "$1" "${MULTI_SEED_SYSTEMS-$SYSTEMS}"; then echo "${seeds[*]}"; else echo "${seeds[0]}"; fi
+}
+
+# 09: mgsa-compare (fairseq_mgsa/analysis/compare/) of every system of SYSTEMS, each of its
+# seeds (seeds_of), against BASELINE (default transformer when it is in SYSTEMS, else the first; another
 # BASELINE naming no system of SYSTEMS stops with mgsa-compare's one-line error), on the
 # detokenized hypotheses and the raw references (lowercased with LOWERCASE=1), into
 # results/compare{RUN_SUFFIX}: the table (also printed), JSON, plots and compare-mt's report.
 step_compare() {
-  local names=() seeds=() args=() lc=() name seed_n dir dirs baseline
+  local names=() args=() lc=() name seed_n dir dirs baseline
   read -r -a names <<< "$SYSTEMS"
-  read -r -a seeds <<< "${SEEDS:-1}"
   if [ "${#names[@]}" -lt 2 ]; then
     log "09_compare: one system ($SYSTEMS): nothing to compare it with"
     return 0
@@ -441,7 +477,7 @@ step_compare() {
   need_files "$RAW_DIR/test.$TGT"
   for name in "${names[@]}"; do
     dirs=""
-    for seed_n in "${seeds[@]}"; do
+    for seed_n in $(seeds_of "$name"); do
       dir=$WORKDIR/results/$(run_name "$name" "$seed_n")
       need_files "$dir/hyp.detok"
       dirs+="${dirs:+,}$dir"
@@ -449,7 +485,7 @@ step_compare() {
     args+=(--system "$name=$dirs")
   done
   [ "$LOWERCASE" = 1 ] && lc=(--lowercase)
-  log "comparing ${names[*]} (seeds ${seeds[*]}) against $baseline -> $WORKDIR/results/compare${RUN_SUFFIX:-}"
+  log "comparing ${names[*]} (seeds ${SEEDS:-1}) against $baseline -> $WORKDIR/results/compare${RUN_SUFFIX:-}"
   python -m fairseq_mgsa.analysis.compare --ref "$RAW_DIR/test.$TGT" "${args[@]}" --baseline "$baseline" \
     "${lc[@]}" --out "$WORKDIR/results/compare${RUN_SUFFIX:-}"
 }

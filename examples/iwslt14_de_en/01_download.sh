@@ -12,22 +12,8 @@
 # SKIP_DOWNLOAD=1: nothing is fetched; the raw files must be in RAW_DIR already (checked).
 # Without network the step stops at once with one line saying what to do.
 set -euo pipefail
-
-DIRECTION=${DIRECTION:-de-en}                     # de-en: German source; en-de: English source
-SRC=${SRC:-${DIRECTION%-*}}
-TGT=${TGT:-${DIRECTION#*-}}
-WORKDIR=${WORKDIR:-$PWD/iwslt14_${SRC}_${TGT}}
-RAW_DIR=${RAW_DIR:-$WORKDIR/raw}
-SKIP_DOWNLOAD=${SKIP_DOWNLOAD:-0}
-IWSLT_URL=${IWSLT_URL:-http://dl.fbaipublicfiles.com/fairseq/data/iwslt14/de-en.tgz}
-VALID_EVERY=${VALID_EVERY:-23}
-STANZA_DIR=${STANZA_DIR:-$WORKDIR/stanza_resources}
-PARSER_LANG=${PARSER_LANG:-$SRC}
-TREES_DIR=${TREES_DIR:-}                          # gold trees instead of stanza: no models needed
-CONNECT_TIMEOUT=${CONNECT_TIMEOUT:-10}            # seconds
-
-# shellcheck source=../common/lib.sh
-source "$(dirname "${BASH_SOURCE[0]}")/../common/lib.sh"
+# shellcheck source=defaults.sh
+source "$(dirname "${BASH_SOURCE[0]}")/defaults.sh"
 
 case "$SRC-$TGT" in
   de-en|en-de) ;;

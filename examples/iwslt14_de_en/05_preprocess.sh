@@ -4,18 +4,6 @@
 # step 3) with the tag dictionary, into DATA_BIN. Report: DATA_BIN/mgsa_preprocess_report.txt.
 # When no system of SYSTEMS reads trees: the same BPE and fairseq-preprocess, no phrase files.
 set -euo pipefail
-
-DIRECTION=${DIRECTION:-de-en}          # de-en: German source; en-de: English source
-SRC=${SRC:-${DIRECTION%-*}}
-TGT=${TGT:-${DIRECTION#*-}}
-WORKDIR=${WORKDIR:-$PWD/iwslt14_${SRC}_${TGT}}
-DATA_BIN=${DATA_BIN:-$WORKDIR/data-bin}
-BPE_MERGES=${BPE_MERGES:-10000}
-LEVELS=${LEVELS:-3}
-WORKERS=${WORKERS:-4}
-LENIENT=${LENIENT:-0}      # 1: a tree that does not fit its line becomes a flat partition (counted in the report)
-SYSTEMS=${SYSTEMS:-transformer mgsa_syntactic}   # phrase files only when one reads trees (fairseq_mgsa/systems.py)
-
-# shellcheck source=../common/steps.sh
-source "$(dirname "${BASH_SOURCE[0]}")/../common/steps.sh"
+# shellcheck source=defaults.sh
+source "$(dirname "${BASH_SOURCE[0]}")/defaults.sh"
 preprocess_for_systems

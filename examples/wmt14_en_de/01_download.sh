@@ -10,22 +10,8 @@
 # SKIP_DOWNLOAD=1: nothing is fetched; the raw files must be in RAW_DIR already (checked).
 # Without network the step stops at once with one line saying what to do.
 set -euo pipefail
-
-WORKDIR=${WORKDIR:-$PWD/wmt14_en_de}
-RAW_DIR=${RAW_DIR:-$WORKDIR/raw}
-SRC=${SRC:-en}
-TGT=${TGT:-de}
-SKIP_DOWNLOAD=${SKIP_DOWNLOAD:-0}
-NEWS_COMMENTARY=${NEWS_COMMENTARY:-v9}          # v9: WMT14's (the paper's); v12: fairseq's default
-STANZA_DIR=${STANZA_DIR:-$WORKDIR/stanza_resources}
-PARSER_LANG=${PARSER_LANG:-$SRC}
-TREES_DIR=${TREES_DIR:-}                          # gold trees instead of stanza: no models needed
-STATMT=${STATMT:-http://statmt.org}               # mirrors: set these two
-DATA_STATMT=${DATA_STATMT:-http://data.statmt.org}
-CONNECT_TIMEOUT=${CONNECT_TIMEOUT:-10}            # seconds
-
-# shellcheck source=../common/lib.sh
-source "$(dirname "${BASH_SOURCE[0]}")/../common/lib.sh"
+# shellcheck source=defaults.sh
+source "$(dirname "${BASH_SOURCE[0]}")/defaults.sh"
 
 exit_if_downloaded
 

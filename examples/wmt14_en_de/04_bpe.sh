@@ -3,12 +3,6 @@
 # tokenized training text of both languages -> WORKDIR/bpe/codes.$BPE_MERGES.
 # 05_preprocess.sh applies it (mgsa-preprocess --bpe-codes).
 set -euo pipefail
-
-WORKDIR=${WORKDIR:-$PWD/wmt14_en_de}
-SRC=${SRC:-en}
-TGT=${TGT:-de}
-BPE_MERGES=${BPE_MERGES:-32000}
-
-# shellcheck source=../common/steps.sh
-source "$(dirname "${BASH_SOURCE[0]}")/../common/steps.sh"
+# shellcheck source=defaults.sh
+source "$(dirname "${BASH_SOURCE[0]}")/defaults.sh"
 run_step "04_bpe.$BPE_MERGES" step_bpe

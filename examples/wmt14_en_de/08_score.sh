@@ -6,16 +6,6 @@
 #   detokenized sacreBLEU (13a) against the raw references.
 # -> WORKDIR/results/RUN_NAME/bleu.txt (and sacrebleu's JSON beside it).
 set -euo pipefail
-
-WORKDIR=${WORKDIR:-$PWD/wmt14_en_de}
-RAW_DIR=${RAW_DIR:-$WORKDIR/raw}
-TGT=${TGT:-de}
-LOWERCASE=${LOWERCASE:-0}
-COMPOUND_SPLIT=${COMPOUND_SPLIT:-1}
-MODEL_SIZE=${MODEL_SIZE:-base}
-SYSTEM=${SYSTEM:-mgsa_syntactic}
-if [ "$MODEL_SIZE" = big ]; then RUN_NAME=${RUN_NAME:-${SYSTEM}_big}; else RUN_NAME=${RUN_NAME:-$SYSTEM}; fi
-
-# shellcheck source=../common/steps.sh
-source "$(dirname "${BASH_SOURCE[0]}")/../common/steps.sh"
+# shellcheck source=defaults.sh
+source "$(dirname "${BASH_SOURCE[0]}")/defaults.sh"
 step_score

@@ -1,0 +1,48 @@
+# The preamble every recipe script shares: the defaults common to all recipes, then the step
+# functions (steps.sh). Sourced at the end of a recipe's defaults.sh, which sets the recipe's own
+# settings first (SRC, TGT, WORKDIR, corpus sizes ...: those below may use them, and a recipe
+# may set any of these itself). Every variable can be set by environment.
+# shellcheck shell=bash
+
+RAW_DIR=${RAW_DIR:-$WORKDIR/raw}                  # {train,valid,test}.{SRC,TGT}, untokenized
+DATA_BIN=${DATA_BIN:-$WORKDIR/data-bin}           # fairseq binaries (+ phrase files)
+SKIP_DOWNLOAD=${SKIP_DOWNLOAD:-0}                 # 1: the raw files are in RAW_DIR already (checked)
+CONNECT_TIMEOUT=${CONNECT_TIMEOUT:-10}            # seconds
+FROM_STEP=${FROM_STEP:-1}                         # run_all.sh: start at this step
+
+# parsing (step 3) and phrase files (step 5)
+STANZA_DIR=${STANZA_DIR:-$WORKDIR/stanza_resources}
+PARSER_LANG=${PARSER_LANG:-$SRC}
+TREES_DIR=${TREES_DIR:-}                          # gold trees instead of a parser: no models needed
+PARSER_BATCH_SIZE=${PARSER_BATCH_SIZE:-256}
+SHARD_ID=${SHARD_ID:-}      # set: parse only this shard and stop (one SLURM array task, see README.md)
+LEVELS=${LEVELS:-3}
+LENIENT=${LENIENT:-0}       # 1: a tree that does not fit its line becomes a flat partition (counted in the report)
+
+# the run (steps 6-9): SYSTEM picks the system (fairseq_mgsa/systems.py); `python -m
+# fairseq_mgsa.systems` lists them
+SYSTEM=${SYSTEM:-mgsa_syntactic}   # the paper's full MG-SA
+SYSTEM_ARGS=${SYSTEM_ARGS:-}       # options after the system's own, e.g. --mgsa-interaction lstm (an ablation)
+SEED=${SEED:-1}
+SEEDS=${SEEDS:-1}                  # run_all.sh: every system is trained with each (run names get _seedN)
+RUN_NAME=${RUN_NAME:-$SYSTEM${RUN_SUFFIX:-}}
+CKPT_DIR=${CKPT_DIR:-$WORKDIR/checkpoints/$RUN_NAME}
+BASELINE=${BASELINE:-transformer}  # step 9 compares every system with it
+WARMUP=${WARMUP:-4000}
+WARMUP_INIT_LR=${WARMUP_INIT_LR:-1e-07}
+LABEL_SMOOTHING=${LABEL_SMOOTHING:-0.1}
+SAVE_INTERVAL_UPDATES=${SAVE_INTERVAL_UPDATES:-1000}
+LOG_INTERVAL=${LOG_INTERVAL:-100}
+PATIENCE=${PATIENCE:-}             # set: stop on validation (examples/common/stopping.py), MAX_UPDATE the cap
+VALID_INTERVAL=${VALID_INTERVAL:-$SAVE_INTERVAL_UPDATES}   # with PATIENCE: validate (and save) every so many updates
+RUN_JOBS=${RUN_JOBS:-1}            # run_all.sh: runs trained at the same time (logs in WORKDIR/logs/RUN.log)
+THREADS=${THREADS:-}               # CPU threads a run (OMP_NUM_THREADS); empty: torch's default
+FP16=${FP16:-auto}                 # auto: on when torch sees a GPU
+FAIRSEQ_EXTRA=${FAIRSEQ_EXTRA:-}   # any other fairseq-train flags, e.g. --cpu
+GEN_MAX_TOKENS=${GEN_MAX_TOKENS:-8000}
+DECODE_CHECKPOINT=${DECODE_CHECKPOINT:-average}   # average: of the last AVG_N checkpoints; best: on validation
+GEN_EXTRA=${GEN_EXTRA:-}           # other fairseq-generate flags, e.g. --cpu
+USER_DIR=${USER_DIR:-}             # --user-dir; empty: the fairseq_mgsa package Python finds (what mgsa-user-dir prints)
+
+# shellcheck source=steps.sh
+source "$(dirname "${BASH_SOURCE[0]}")/steps.sh"

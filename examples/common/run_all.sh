@@ -1,0 +1,58 @@
+# run_all.sh's body, shared by the recipes (sourced by each recipe's run_all.sh after its
+# defaults.sh): the data steps, then training, decoding and scoring for every system and seed,
+# then the comparison. Every step skips what is done, so rerunning resumes.
+# shellcheck shell=bash
+
+# recipe_step DIR SCRIPT...: run each numbered SCRIPT of the recipe in DIR unless its number is below FROM_STEP.
+recipe_step() {
+  local dir=$1 script
+  shift
+  for script in "$@"; do
+    if [ "$((10#${script:0:2}))" -ge "$FROM_STEP" ]; then bash "$dir/$script"; fi
+  done
+}
+
+# run_one RUN SYSTEM SEED DIR SCRIPT...: steps 06-08 of one run; with RUN_JOBS > 1 in the
+# background, its output in WORKDIR/logs/RUN.log and, when it fails, WORKDIR/logs/RUN.failed.
+run_one() {
+  local run=$1 system=$2 seed=$3 dir=$4
+  shift 4
+  if [ "${RUN_JOBS:-1}" -le 1 ]; then
+    SYSTEM=$system SEED=$seed RUN_NAME=$run recipe_step "$dir" "$@"
+    return
+  fi
+  while [ "$(jobs -rp | wc -l)" -ge "$RUN_JOBS" ]; do wait -n || true; done
+  mkdir -p "$WORKDIR/logs"
+  rm -f "$WORKDIR/logs/$run.failed"
+  log "run $run: started, $RUN_JOBS at a time (log: $WORKDIR/logs/$run.log)"
+  ( SYSTEM=$system SEED=$seed RUN_NAME=$run recipe_step "$dir" "$@" > "$WORKDIR/logs/$run.log" 2>&1 \
+      || touch "$WORKDIR/logs/$run.failed" ) &
+}
+
+# run_recipe DIR: the recipe in DIR: steps 01-05 (the data), 06-08 for every system of SYSTEMS
+# and each of its seeds (seeds_of; RUN_JOBS runs at a time), the BLEU files, then step 09 (the table).
+run_recipe() {
+  local dir=$1 system seed run script data=() per_run=() failed=()
+  export WORKDIR SRC TGT SYSTEMS SEEDS MULTI_SEED_SYSTEMS RUN_SUFFIX
+  for script in "$dir"/0[1-9]_*.sh; do
+    script=$(basename "$script")
+    case "${script:0:2}" in 0[1-5]) data+=("$script") ;; 0[6-8]) per_run+=("$script") ;; esac
+  done
+  recipe_step "$dir" "${data[@]}"
+  for system in $SYSTEMS; do
+    for seed in $(seeds_of "$system"); do
+      run_one "$(run_name "$system" "$seed")" "$system" "$seed" "$dir" "${per_run[@]}"
+    done
+  done
+  wait
+  echo "== $WORKDIR/results"
+  for system in $SYSTEMS; do
+    for seed in $(seeds_of "$system"); do
+      run=$(run_name "$system" "$seed")
+      [ -f "$WORKDIR/logs/$run.failed" ] && failed+=("$run")
+      if [ -f "$WORKDIR/results/$run/bleu.txt" ]; then cat "$WORKDIR/results/$run/bleu.txt"; fi
+    done
+  done
+  [ "${#failed[@]}" = 0 ] || die "runs failed: ${failed[*]} (see $WORKDIR/logs/RUN.log; rerun to resume them)"
+  recipe_step "$dir" 09_compare.sh   # the table: every system against the baseline (results/compare${RUN_SUFFIX}/)
+}

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Step 3: constituency trees of the English side -> WORKDIR/tok/{split}.en.tree, one per line.
+#   PARSER=treebank (the default): the recipe's own English parser. Unless PARSER_DIR holds a
+#     trained model already (its mgsa_parser.json; delete the directory to retrain), the treebank
+#     of step 1 is split in file order (examples/common/split_treebank.py: the last 400 trees the
+#     test split, the 400 before them dev, the rest train: 3,114 on NLTK's WSJ sample), and
+#     mgsa-train-parser trains stanza's tagger and parser on it, with word vectors learnt (gensim
+#     word2vec) on the tokenized English training text of step 2, and scores the final model on
+#     the test split (PARSER_DIR/mgsa_parser.json, and PARSER_DIR/test_f1.txt). Log: logs/parser.log.
+#   PARSER=stanza: stanza's pretrained English models (fetched in step 1) in STANZA_DIR.
+#   Then mgsa-preprocess --parser stanza parses the cased, tokenized English of every split (one
+#   thread; NUM_SHARDS shards, PARSE_JOBS at a time).
+#   TREES_DIR set: gold trees TREES_DIR/{split}.en.tree instead, no parser.
+#   Skipped when no system of SYSTEMS reads trees.
+set -euo pipefail
+# shellcheck source=defaults.sh
+source "$(dirname "${BASH_SOURCE[0]}")/defaults.sh"
+GPUS=${GPUS:-$(num_gpus)}                             # GPUs to parse on (0: CPU)
+PARSE_JOBS=${PARSE_JOBS:-$((GPUS > 0 ? GPUS : 1))}    # shards parsed at the same time
+PARSER_DEV=${PARSER_DEV:-400}
+PARSER_TEST=${PARSER_TEST:-400}
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}          # stanza is slower with two threads on a busy machine
+
+# step_train_parser: split the treebank, train the parser into PARSER_DIR (unless one is there).
+step_train_parser() {
+  if [ -f "$PARSER_DIR/mgsa_parser.json" ]; then
+    log "using the parser trained already in $PARSER_DIR (delete it to retrain)"
+    return 0
+  fi
+  need mgsa-train-parser "install fairseq-mgsa (bash scripts/install.sh)"
+  local split=$TREEBANK_DIR/split extra=()
+  need_files "$WORKDIR/tok/train.$SRC"
+  if [ ! -s "$split/test.mrg" ]; then
+    [ -d "$TREEBANK_DIR/treebank/combined" ] \
+      || die "no treebank in $TREEBANK_DIR/treebank/combined: run 01_download.sh (or give a trained parser with PARSER_DIR, or PARSER=stanza)"
+    python "$COMMON_DIR/split_treebank.py" --trees "$TREEBANK_DIR/treebank/combined" --out "$split" \
+      --dev "$PARSER_DEV" --test "$PARSER_TEST"
+  fi
+  split_words PARSER_ARGS extra
+  mkdir -p "$WORKDIR/logs"
+  rm -rf "$PARSER_DIR.partial"
+  log "training the English parser on $split/train.mrg (dev, test: $split/{dev,test}.mrg; word vectors from $WORKDIR/tok/train.$SRC) -> $PARSER_DIR (log: $WORKDIR/logs/parser.log)"
+  mgsa-train-parser --train "$split/train.mrg" --dev "$split/dev.mrg" --test "$split/test.mrg" \
+    --wordvec-text "$WORKDIR/tok/train.$SRC" --lang "$SRC" --out "$PARSER_DIR.partial" "${extra[@]}" \
+    > "$WORKDIR/logs/parser.log" 2>&1 || die "mgsa-train-parser failed: see $WORKDIR/logs/parser.log"
+  mv "$PARSER_DIR.partial" "$PARSER_DIR"
+}
+
+# parser_test_f1: the test-split score of the parser in PARSER_DIR (from its record) -> PARSER_DIR/test_f1.txt.
+parser_test_f1() {
+  python - "$PARSER_DIR" <<'PY' || exit 1
+import json, os, sys
+d = sys.argv[1]
+rec = json.load(open(os.path.join(d, "mgsa_parser.json"), encoding="utf-8"))
+test = rec.get("test")
+if isinstance(test, dict) and "f1" in test:
+    evalb = test.get("evalb", {}).get("f1")
+    line = (f"parser {d}: labeled-bracket F1 {test['f1']:.2f}"
+            + (f" (evalb convention {evalb:.2f})" if evalb is not None else "")
+            + f" on the test split {test.get('file', '')}")
+else:
+    line = f"parser {d}: no test score in its record (trained without --test)"
+open(os.path.join(d, "test_f1.txt"), "w", encoding="utf-8").write(line + "\n")
+print(line, file=sys.stderr)
+PY
+}
+
+exit_unless_trees_needed
+if [ -z "$TREES_DIR" ]; then
+  case "$PARSER" in
+    treebank) step_train_parser; parser_test_f1; STANZA_DIR=$PARSER_DIR ;;
+    stanza) ;;
+    *) die "PARSER must be treebank or stanza (got '$PARSER')" ;;
+  esac
+fi
+if [ -n "$SHARD_ID" ]; then step_parse_shard_only; else run_step 03_parse step_parse; fi

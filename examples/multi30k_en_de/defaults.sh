@@ -1,0 +1,70 @@
+# The Multi30k recipe's settings, read by every step (sourced, not run); each can be set by
+# environment. The settings every recipe shares are in ../common/preamble.sh, sourced at the end.
+# shellcheck shell=bash disable=SC2034  # the variables are read by the steps that source this file
+
+SRC=en                     # English source: parsed by the recipe's own English parser
+TGT=de
+WORKDIR=${WORKDIR:-$PWD/multi30k_en_de}
+
+# 01: the corpus (task 1 of multi30k/dataset: 29,000 / 1,014 / 1,000 pairs, test = test2016 Flickr)
+# and the treebank the parser learns from (NLTK's 10% sample of the WSJ Penn Treebank, 3,914 trees)
+MULTI30K_URL=${MULTI30K_URL:-https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw}
+MULTI30K_TEST=${MULTI30K_TEST:-test_2016_flickr}
+TREEBANK_URL=${TREEBANK_URL:-https://raw.githubusercontent.com/nltk/nltk_data/gh-pages/packages/corpora/treebank.zip}
+TREEBANK_DIR=${TREEBANK_DIR:-$WORKDIR/treebank}   # treebank.zip, its .mrg files, split/{train,dev,test}.mrg
+# The parser: treebank (default): trained here with mgsa-train-parser (step 03); stanza: stanza's
+# pretrained English models (downloaded in step 01: needs network).
+PARSER=${PARSER:-treebank}
+
+# 02: Moses tokenisation, cased; punctuation normalised everywhere (the text is captions: no
+# document conventions to keep); no hyphen splitting (the Penn Treebank keeps hyphenated words).
+# No cleaning: the longest pair has 40 words, and the trees stay one per raw line.
+WORKERS=${WORKERS:-2}
+NORM_SPLITS=${NORM_SPLITS-train valid test}
+AGGRESSIVE_DASH=${AGGRESSIVE_DASH:-0}
+LOWERCASE=${LOWERCASE:-0}
+CLEAN_SPLITS=${CLEAN_SPLITS-}
+MAX_LEN=${MAX_LEN:-250}
+LEN_RATIO=${LEN_RATIO:-9}
+
+# 03: the English parser (PARSER=treebank): PARSER_DIR holds a model mgsa-train-parser trained on
+# the treebank's split (a model already there is used as it is: delete it to retrain), with word
+# vectors learnt (gensim word2vec) on the tokenized English training text.
+PARSER_DIR=${PARSER_DIR:-$WORKDIR/parser}
+PARSER_ARGS=${PARSER_ARGS:-}       # other mgsa-train-parser options
+NUM_SHARDS=${NUM_SHARDS:-1}
+
+# 04-05: joint BPE. 8,000 merges for 29,000 sentence pairs: a joint vocabulary of about 9k
+# types, each seen often enough in 58k sentences to learn its embedding (see README.md).
+BPE_MERGES=${BPE_MERGES:-8000}
+
+# 06: the CPU preset (README.md: why these numbers): size `cpu` of the registry, stopped on
+# validation loss (PATIENCE validations every VALID_INTERVAL updates without a new best), MAX_UPDATE
+# the cap; the checkpoint with the best validation loss is the one decoded.
+ARCH_SIZE=${ARCH_SIZE:-cpu}
+LR=${LR:-2e-3}
+DROPOUT=${DROPOUT:-0.1}
+WEIGHT_DECAY=${WEIGHT_DECAY:-0.0001}
+MAX_TOKENS=${MAX_TOKENS:-2048}
+UPDATE_FREQ=${UPDATE_FREQ:-1}
+WARMUP=${WARMUP:-400}
+MAX_UPDATE=${MAX_UPDATE:-2400}
+PATIENCE=${PATIENCE-3}
+VALID_INTERVAL=${VALID_INTERVAL:-200}
+SAVE_INTERVAL_UPDATES=${SAVE_INTERVAL_UPDATES:-$VALID_INTERVAL}
+AVG_N=${AVG_N:-1}                  # interval checkpoints kept (besides checkpoint_best.pt and _last)
+LOG_INTERVAL=${LOG_INTERVAL:-50}
+DECODE_CHECKPOINT=${DECODE_CHECKPOINT:-best}
+THREADS=${THREADS:-1}              # on CPU: one thread a run ...
+RUN_JOBS=${RUN_JOBS:-2}            # ... two runs at a time (run_all.sh)
+
+# 07-09: beam 5; sacreBLEU and chrF on detokenized, cased text; the systems and seeds of the table
+BEAM=${BEAM:-5}
+LENPEN=${LENPEN:-1.0}
+COMPOUND_SPLIT=${COMPOUND_SPLIT:-0}
+SYSTEMS=${SYSTEMS:-transformer transformer_matched mgsa_ngram mgsa_syntactic pba_interleaved_queryk hysan}
+SEEDS=${SEEDS:-1 2 3}
+MULTI_SEED_SYSTEMS=${MULTI_SEED_SYSTEMS-transformer mgsa_syntactic}   # the others: the first seed only
+
+# shellcheck source=../common/preamble.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../common/preamble.sh"
