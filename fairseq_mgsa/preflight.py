@@ -11,6 +11,7 @@ without importing fairseq (about 3 s), as they run systems.py:
 """
 
 import importlib
+import logging
 import os
 import sys
 from typing import Dict, List, Sequence, Tuple
@@ -38,6 +39,8 @@ def missing(features: Sequence[str]) -> List[Tuple[str, str, Tuple[str, ...]]]:
         for module in modules:
             if module.startswith("matplotlib"):
                 os.environ.setdefault("MPLBACKEND", "Agg")  # the plots write files; there may be no screen
+                # importing fairseq sets the root logger to DEBUG: matplotlib would log its set-up
+                logging.getLogger("matplotlib").setLevel(logging.WARNING)
             try:
                 importlib.import_module(module)
             except Exception as e:  # an ImportError, or a broken install raising anything else

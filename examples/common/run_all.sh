@@ -38,6 +38,10 @@ run_recipe() {
     script=$(basename "$script")
     case "${script:0:2}" in 0[1-5]) data+=("$script") ;; 0[6-8]) per_run+=("$script") ;; esac
   done
+  # what the steps import, checked before hours of work (compare-mt is only needed at the end)
+  check_user_dir
+  python "$USER_DIR/preflight.py" "$(basename "$dir")" sacremoses subword_nmt stanza sacrebleu compare plots \
+    || exit 1
   recipe_step "$dir" "${data[@]}"
   for system in $SYSTEMS; do
     for seed in $(seeds_of "$system"); do
