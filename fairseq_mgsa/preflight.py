@@ -33,14 +33,14 @@ FEATURES: Dict[str, Tuple[Tuple[str, ...], Tuple[str, ...]]] = {
 
 def missing(features: Sequence[str]) -> List[Tuple[str, str, Tuple[str, ...]]]:
     """(feature, the import error, its requirements) for every feature that does not import."""
+    # compare-mt and the plots import matplotlib: no screen is needed (the plots write files), and
+    # with the root logger at DEBUG (importing fairseq sets it) matplotlib would log its set-up
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    logging.getLogger("matplotlib").setLevel(logging.WARNING)
     out = []
     for feature in features:
         modules, requirements = FEATURES[feature]
         for module in modules:
-            if module.startswith("matplotlib"):
-                os.environ.setdefault("MPLBACKEND", "Agg")  # the plots write files; there may be no screen
-                # importing fairseq sets the root logger to DEBUG: matplotlib would log its set-up
-                logging.getLogger("matplotlib").setLevel(logging.WARNING)
             try:
                 importlib.import_module(module)
             except Exception as e:  # an ImportError, or a broken install raising anything else
