@@ -177,7 +177,7 @@ def test_every_system_trained_decoded_scored_and_compared(run):
 
 def test_a_rerun_does_nothing_again(run):
     log = run["second"]
-    for step in ("02_tokenize", "03_parse", "04_bpe.8000", "05_preprocess"):
+    for step in ("02_tokenize", "03_parse", f"04_bpe.{run['env']['BPE_MERGES']}", "05_preprocess"):
         assert f"{step}: done already" in log, log[-3000:]
     for busy in ("tokenizing ", "learning ", "training the English parser", "translating "):
         assert busy not in log

@@ -25,7 +25,8 @@ run_one() {
   mkdir -p "$WORKDIR/logs"
   rm -f "$WORKDIR/logs/$run.failed"
   log "run $run: started, $RUN_JOBS at a time (log: $WORKDIR/logs/$run.log)"
-  ( SYSTEM=$system SEED=$seed RUN_NAME=$run recipe_step "$dir" "$@" > "$WORKDIR/logs/$run.log" 2>&1 \
+  # appended: a rerun (which resumes the run) keeps the earlier attempts' lines
+  ( SYSTEM=$system SEED=$seed RUN_NAME=$run recipe_step "$dir" "$@" >> "$WORKDIR/logs/$run.log" 2>&1 \
       || touch "$WORKDIR/logs/$run.failed" ) &
 }
 
