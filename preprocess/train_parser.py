@@ -72,6 +72,10 @@ def get_parser():
                                                                      "stanza's: 250)")
     p.add_argument("--tagger-lr", type=float, default=0.01, help="tagger learning rate (default: 0.01; stanza's: "
                                                                  "0.003 for 50000 steps)")
+    p.add_argument("--tagger-hidden-size", type=int,
+                   help="hidden size of the tagger's layers (default: --hidden-size)")
+    p.add_argument("--tagger-dropout", type=float, default=0.5,
+                   help="dropout of the tagger's layers (default: 0.5, stanza's)")
     p.add_argument("--tagger-word-cutoff", type=int, default=1,
                    help="training words seen fewer times get no embedding of the tagger's own (they are read by "
                         "their characters and fixed vectors only). Default: 1, every word; stanza's: 7 with a large "
@@ -125,9 +129,12 @@ def _check(a):
     if a.tagger_word_cutoff < 0:
         raise PreprocessError(f"--tagger-word-cutoff must be at least 0 (got {a.tagger_word_cutoff})")
     for name in ("tagger_steps", "tagger_batch_size", "tagger_eval_interval", "tagger_patience", "parser_epochs",
-                 "parser_batch_size", "parser_patience", "hidden_size", "wordvec_dim", "wordvec_epochs", "threads"):
+                 "parser_batch_size", "parser_patience", "hidden_size", "tagger_hidden_size", "wordvec_dim",
+                 "wordvec_epochs", "threads"):
         if getattr(a, name) is not None and getattr(a, name) < 1:
             raise PreprocessError(f"--{name.replace('_', '-')} must be at least 1 (got {getattr(a, name)})")
+    if not 0 <= a.tagger_dropout < 1:
+        raise PreprocessError(f"--tagger-dropout must be in [0, 1) (got {a.tagger_dropout})")
     for name in ("tagger_minutes", "parser_minutes"):
         if getattr(a, name) <= 0:
             raise PreprocessError(f"--{name.replace('_', '-')} must be positive (got {getattr(a, name)})")
@@ -183,6 +190,7 @@ def train_tagger(a, data, files, common, hidden, record) -> None:
                          "--max_steps_before_stop", str(a.tagger_steps + 1), "--no_second_optim",
                          "--batch_size", str(a.tagger_batch_size), "--lr", str(a.tagger_lr),
                          "--word_cutoff", str(a.tagger_word_cutoff),
+                         "--dropout", str(a.tagger_dropout),
                          "--hidden_dim", hidden, "--char_hidden_dim", hidden, "--deep_biaff_hidden_dim", hidden,
                          "--composite_deep_biaff_hidden_dim", hidden, "--word_emb_dim", "50", "--char_emb_dim", "50",
                          "--log_step", str(interval)] + common)
@@ -276,7 +284,7 @@ def train(a) -> dict:
               "--save_dir", a.out, "--seed", str(a.seed), "--device", a.device]
     hidden = str(a.hidden_size)
     record["tagger_start_seconds"] = round(time.time() - start, 1)  # for curves against the command's time
-    train_tagger(a, data, files, common, hidden, record)
+    train_tagger(a, data, files, common, str(a.tagger_hidden_size or a.hidden_size), record)
     write_record(a.out, record)  # a run stopped during the parser's epochs keeps what it measured
     record["parser_start_seconds"] = round(time.time() - start, 1)
     train_parser(a, data, files, common, hidden, record)

@@ -152,7 +152,8 @@ def trained(tmp_path_factory):
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     proc = subprocess.run([sys.executable, "-m", "mgsa_preprocess.train_parser", "--train", tmp / "raw" / "train.src.tree",
                            "--dev", tmp / "raw" / "valid.src.tree", "--out", tmp / "parser", "--wordvec-text", text,
-                           "--wordvec-dim", "16", "--hidden-size", "16", "--tagger-eval-interval", "3",
+                           "--wordvec-dim", "16", "--hidden-size", "16", "--tagger-hidden-size", "24",
+                           "--tagger-dropout", "0.25", "--tagger-eval-interval", "3",
                            "--tagger-patience", "2", "--tagger-steps", "300", "--parser-epochs", "12",
                            "--parser-patience", "1", "--quiet"], env=env, stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, text=True)
@@ -207,3 +208,14 @@ def test_bracket_score_command_has_the_evalb_convention(tmp_path, capsys):
     main([str(tmp_path / "gold"), str(tmp_path / "parsed"), "--evalb"])
     out = capsys.readouterr().out.split()
     assert out[:2] == ["f1", str(round(100 * 6 / 7, 2))] and out[-2:] == ["error_sentences", "0"]
+
+
+def test_tagger_size_and_dropout_are_the_taggers_own(trained):
+    import torch
+
+    tmp, _, record = trained
+    config = torch.load(tmp / "parser" / "pos.pt", map_location="cpu", weights_only=False)["config"]
+    assert (config["hidden_dim"], config["char_hidden_dim"], config["dropout"]) == (24, 24, 0.25)
+    assert record["options"]["hidden_size"] == 16  # the parser keeps --hidden-size
+    parser = torch.load(tmp / "parser" / "constituency.pt", map_location="cpu", weights_only=False)
+    assert parser["config"]["hidden_size"] == 16
