@@ -144,3 +144,28 @@ def test_the_full_demo_puts_syntactic_mgsa_significantly_ahead(tmp_path):
     syntactic, baseline = models["mgsa_syntactic"], models["transformer"]
     assert syntactic["bleu_mean"] > baseline["bleu_mean"] and syntactic["bleu_p_value"] < 0.05
     assert syntactic["chrf_mean"] > baseline["chrf_mean"] and syntactic["chrf_p_value"] < 0.05
+
+
+@pytest.mark.parametrize("args, error", [
+    (["--patience", "0"], "--patience must be at least 1 (got 0)"),
+    (["--validate-every", "-5"], "--validate-every must be at least 1 (got -5)"),
+    (["--max-update", "0"], "--max-update must be at least 1 (got 0)"),
+    (["--seeds", "1,x"], "--seeds '1,x': comma-separated integers expected"),
+    (["--seeds", "2,2"], "--seeds '2,2': at least one seed, each once"),
+])
+def test_bad_options_are_one_line_errors(args, error, capsys):
+    import run_demo
+    with pytest.raises(SystemExit) as e:
+        run_demo.main(args)
+    assert e.value.code == 2 and capsys.readouterr().err.splitlines()[-1].endswith(f"error: {error}")
+
+
+def test_the_defaults_are_the_issues(capsys):
+    """Three seeds, and --full: every system of the registry, the cap raised (its help says so)."""
+    import run_demo
+    assert run_demo.SEEDS == "1,2,3" and run_demo.FULL_MAX_UPDATE > run_demo.MAX_UPDATE
+    with pytest.raises(SystemExit):
+        run_demo.main(["--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "every system of the registry, to convergence" in help_text
+    assert f"raised to {run_demo.FULL_MAX_UPDATE} updates" in help_text
