@@ -48,7 +48,7 @@ from typing import Optional
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path[:0] = [ROOT, HERE]
-if __name__ == "__main__":  # before the hours of training, and before the imports below
+if __name__ == "__main__":  # before any training, and before the imports below
     from fairseq_mgsa.preflight import require
     require("make demo", ["stanza", "sacrebleu", "compare", "plots"])
 import demo_report as report  # noqa: E402
@@ -79,8 +79,8 @@ SMALL = [  # the model size: the same small dimensions for every model (4 heads:
 ]
 # the test subsets' descriptions in the table's notes (subset_notes: "N of the M test sentences are NAME: ...")
 SUBSETS = {
-    "ambiguous": "their source string has two readings under the grammar, a PP attached to the noun phrase or to "
-                 "the verb phrase, with different targets, so only the tree tells them apart "
+    "ambiguous": "their source string has more than one reading under the grammar (a PP attached to the noun phrase "
+                 "or to the verb phrase), with different targets, so only the tree tells them apart "
                  "(preprocess/synthetic.py, attachment_ambiguous; line numbers in raw/test.ambiguous)",
     "unambiguous": "the others, one reading each",
 }
