@@ -1,4 +1,4 @@
-"""The stopping rule of the recipes, written once (the demo can import it too): train until the
+"""The stopping rule of the recipes, written once (the demo imports it too): train until the
 validation loss has not improved for PATIENCE validations in a row, one every VALID_INTERVAL
 updates, or until MAX_UPDATE updates (the cap), whichever comes first; the checkpoint with the
 best validation loss is the one decoded. It is fairseq's own --patience, made regular: no
