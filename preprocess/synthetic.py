@@ -18,6 +18,11 @@ takes the participle's VP as its complement, and both VPs are verb-final,
 ``VP(VBD was, VP(VBN seen, PP(by NP), PP))`` -> ``PP(by)' PP' VBN' VBD'``; the agent's
 "by" is never one of the attachment-ambiguous prepositions.
 
+``readings`` gives every tree the grammar can generate for a source string, and
+``attachment_ambiguous`` says whether a gold tree's string has readings with different
+targets (a PP the grammar could attach to the noun phrase or to the verb phrase): the
+sentences on which only the tree tells the readings apart (the demo scores them apart).
+
 Run ``python -m mgsa_preprocess.synthetic --out DIR`` to write
 ``{train,valid,test}.{src,tgt}`` and the gold trees ``{split}.src.tree``.
 """
@@ -156,6 +161,124 @@ def translate_pp(pp: Node, attached_to: str) -> List[str]:
         return [AGENT[1]] + translate(np)
     vp_word, np_word = PREPOSITIONS[prep.children]
     return [np_word if attached_to == "NP" else vp_word] + translate(np)
+
+
+# --- attachment ambiguity: the readings the grammar gives a source string ----------------------
+# A recognizer that mirrors Grammar's rules and depth limits exactly (noun_phrase(d) takes a PP
+# only below max_depth, prep_phrase(d) takes noun_phrase(d + 1)), so that "the grammar could
+# attach this PP elsewhere" means: Grammar could have generated the same words with that tree.
+
+def _base_nps(w: List[str], i: int):
+    if i < len(w) and w[i] in NAMES:
+        yield i + 1, Node("NP", [Node("NNP", w[i])])
+    if i + 1 < len(w) and w[i] in DETERMINERS:
+        if w[i + 1] in NOUNS:
+            yield i + 2, Node("NP", [Node("DT", w[i]), Node("NN", w[i + 1])])
+        if i + 2 < len(w) and w[i + 1] in ADJECTIVES and w[i + 2] in NOUNS:
+            yield i + 3, Node("NP", [Node("DT", w[i]), Node("JJ", w[i + 1]), Node("NN", w[i + 2])])
+
+
+def _noun_phrases(w, i, depth, max_depth):
+    for end, base in _base_nps(w, i):
+        yield end, base
+        if depth < max_depth:
+            for end2, pp in _prep_phrases(w, end, depth + 1, max_depth):
+                yield end2, Node("NP", [base, pp])
+
+
+def _prep_phrases(w, i, depth, max_depth, prepositions=PREPOSITIONS):
+    if i < len(w) and w[i] in prepositions:
+        for end, np in _noun_phrases(w, i + 1, depth + 1, max_depth):
+            yield end, Node("PP", [Node("IN", w[i]), np])
+
+
+def _optional_pp(w, i, j, depth, max_depth):
+    """[] where i == j, else every [PP] of prep_phrase(depth) over w[i:j]."""
+    if i == j:
+        yield []
+    for end, pp in _prep_phrases(w, i, depth, max_depth):
+        if end == j:
+            yield [pp]
+
+
+def _verb_phrases(w, i, j, max_depth):
+    """Every VP of Grammar.verb_phrase over w[i:j]."""
+    present = {s for s, _ in PRESENT.values()}
+    participles = {s for s, _ in PARTICIPLE.values()}
+    if i < j and (w[i] in VERBS or w[i] in present):  # active: V NP [PP]
+        head = Node("VBD" if w[i] in VERBS else "VBZ", w[i])
+        for end, np in _noun_phrases(w, i + 1, 1, max_depth):
+            for pp in _optional_pp(w, end, j, 1, max_depth):
+                yield Node("VP", [head, np] + pp)
+    if i + 2 < j and w[i] in AUXILIARIES and w[i + 1] in participles:  # passive: aux (VP VBN PP(by NP) [PP])
+        aux = Node("VBD" if w[i] == "was" else "VBZ", w[i])
+        for end, agent in _prep_phrases(w, i + 2, 1, max_depth, prepositions={AGENT[0]: None}):
+            for pp in _optional_pp(w, end, j, 2, max_depth):
+                yield Node("VP", [aux, Node("VP", [Node("VBN", w[i + 1]), agent] + pp)])
+
+
+def _sentences(w: List[str], max_depth: int):
+    """Every S of Grammar.sentence over the words of one sentence."""
+    if not w or w[-1] != ".":
+        return
+    openers = [(0, [])]
+    if w[0] in ADVERBS:
+        openers.append((1, [Node("ADVP", [Node("RB", w[0])])]))
+    openers += [(end + 1, [pp, Node(",", ",")]) for end, pp in _prep_phrases(w, 0, 2, max_depth)
+                if end < len(w) and w[end] == ","]
+    for start, opener in openers:
+        for end, subject in _noun_phrases(w, start, 1, max_depth):
+            for vp in _verb_phrases(w, end, len(w) - 1, max_depth):
+                yield Node("S", opener + [subject, vp, Node(".", ".")])
+
+
+def readings(sentence: str, max_depth: int = 3) -> List[Node]:
+    """Every tree (ROOT (S ...)) the grammar can generate for one source sentence; several only
+    where a PP can attach to a noun phrase or to the verb phrase (nothing else in the grammar is
+    ambiguous). [] for a sentence the grammar cannot generate."""
+    return [Node("ROOT", [s]) for s in _sentences(sentence.split(), max_depth)]
+
+
+def read_tree(text: str) -> Node:
+    """A Node from Penn Treebank brackets as `Node.bracketed` writes them."""
+    tokens = text.replace("(", " ( ").replace(")", " ) ").split()
+    stack: List[Node] = []
+    for k, tok in enumerate(tokens):
+        if tok == "(":
+            stack.append(Node(tokens[k + 1], []))
+        elif tok == ")":
+            node = stack.pop()
+            if not stack:
+                return node
+            stack[-1].children.append(node)
+        elif tokens[k - 1] != "(":  # a word: its pre-terminal's only child
+            stack[-1].children = tok
+    raise ValueError(f"unbalanced brackets: {text!r}")
+
+
+def attachment_ambiguous(tree) -> bool:
+    """Whether a gold tree's source string is attachment-ambiguous: the grammar has another
+    tree for the same words that attaches a PP to the noun phrase instead of the verb phrase
+    (or the other way), so another target, and only the tree tells the two apart. `tree`: a
+    Node or its brackets, one sentence or a line of several (ROOT (S (S ...) (S ...))), whose
+    sentences are decided one by one. ValueError when the tree is not one the grammar generates."""
+    root = read_tree(tree) if isinstance(tree, str) else tree
+    top = root.children[0]
+    sentences = top.children if all(c.label == "S" for c in top.children) else [top]
+    ambiguous = False
+    for s in sentences:
+        trees = readings(" ".join(s.leaves()))
+        gold = Node("ROOT", [s]).bracketed()
+        if gold not in {t.bracketed() for t in trees}:
+            raise ValueError(f"not a tree of the grammar (preprocess/synthetic.py): {gold}")
+        ambiguous = ambiguous or len({tuple(translate(t)) for t in trees}) > 1
+    return ambiguous
+
+
+def ambiguous_lines(tree_path: str) -> List[int]:
+    """The line numbers (1-based) of a gold tree file whose source is attachment-ambiguous."""
+    with open(tree_path, encoding="utf-8") as f:
+        return [i for i, line in enumerate(f, 1) if attachment_ambiguous(line.strip())]
 
 
 def generate(n: int, seed: int, sentences_per_line: int = 1) -> List[Tuple[str, str, str]]:

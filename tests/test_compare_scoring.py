@@ -128,3 +128,37 @@ def test_compare_mt_html_shows_every_systems_examples_escaped(refs, tmp_path, mo
         assert f"sentences where base&gt;{name} at" in examples or f"sentences where base>{name} at" in examples
         assert re.search(rf"sentences where {name}(&gt;|>)base at", examples)
     assert "&lt;unk&gt;" in examples and "<unk>" not in html
+
+
+def test_subset_scores_are_sacrebleus_on_the_selected_lines(refs):
+    """BLEU and exact match on a subset of the test set (the demo's ambiguous sentences, issue 29)
+    against sacrebleu's corpus_bleu on the lines picked here, and the table that shows them."""
+    from fairseq_mgsa.analysis.compare import report
+    lines = [i for i in range(1, len(refs) + 1) if i % 3 == 0]
+    picked = lambda xs: [xs[i - 1] for i in lines]  # noqa: E731
+    base = [corrupt(refs, 0.3, seed) for seed in (1, 2)]
+    other = [list(refs[:60]) + corrupt(refs, 0.1, seed)[60:] for seed in (3, 4)]
+    runs = {"base": cmp.Runs("base", "Base", base), "other": cmp.Runs("other", "Other", other)}
+    results = cmp.compare(runs, refs, "base", 20)
+    sub = cmp.subset(runs, refs, lines, "every third sentence")
+    results["subsets"] = {"third": sub}
+    assert sub["sentences"] == len(lines) == 40 and sub["lines"] == lines
+    for name, hyps in (("base", base), ("other", other)):
+        expected = [sacrebleu.corpus_bleu(picked(h), [picked(refs)]).score for h in hyps]
+        m = sub["models"][name]
+        assert m["bleu"] == [round(x, 2) for x in expected]
+        assert m["bleu_mean"] == round(sum(expected) / 2, 2)
+        assert m["bleu_sd"] == round(abs(expected[0] - expected[1]) / 2 ** 0.5, 2)
+        same = sum(h == r for seed in hyps for h, r in zip(picked(seed), picked(refs)))
+        assert m["exact_match"] == round(100 * same / (2 * len(lines)), 1)
+    assert 0 < sub["models"]["other"]["exact_match"] < 100 and sub["models"]["base"]["bleu_mean"] < 100
+    text = report.terminal_table(results)
+    row = next(line for line in text.splitlines()[::-1] if line.startswith("Other"))
+    o = sub["models"]["other"]
+    assert row.split()[-4:] == [f"{o['bleu_mean']:.2f}", "±", f"{o['bleu_sd']:.2f}", f"{o['exact_match']:.1f}"]
+    assert "40 of the 120 test sentences (33.3%) are third: every third sentence." in text
+    assert "| BLEU (third, 40) | exact match % (third) |" in report.markdown_report(results)
+    empty = cmp.subset(runs, refs, [], "none")
+    assert empty["sentences"] == 0 and empty["models"]["base"]["bleu_mean"] is None
+    with pytest.raises(cmp.CompareError, match="line 121 is not a line of the 120 references"):
+        cmp.subset(runs, refs, [1, 121], "too far")

@@ -21,6 +21,9 @@ def results_of(**hyps):
     results = compare.compare(runs, REFS, "base", 50)
     results["setup"] = {"train_sentences": 10, "test_sentences": len(REFS), "max_update": 5, "seeds": [1],
                         "minutes": 0.1, "jobs": 2, "command": "python examples/demo/run_demo.py"}
+    results["stopping"] = {"patience": 3, "validate_every": 2, "max_update": 5}
+    ambiguous = [i for i in range(1, len(REFS) + 1) if i % 4 == 0]
+    results["subsets"] = {"ambiguous": compare.subset(runs, REFS, ambiguous, "every fourth line")}
     return results
 
 
@@ -33,6 +36,11 @@ def test_docs_section_is_rewritten_in_place(tmp_path):
     assert once.startswith("# title\nbefore\n\n") and once.endswith("after\n")
     assert "old table" not in once
     assert "| OTHER | 1 | 100.00 | +0.00 |" in once
+    # the rule, and the ambiguous subset's table and count (filled by the report code)
+    assert "stopped after 3 validations without a new best validation loss, or at the cap of 5 updates" in once
+    assert "| BLEU (ambiguous, 15) | exact match % (ambiguous) |" in once
+    assert "| OTHER | 100.00 | 100.0 | 100.00 | 100.0 |" in once
+    assert "15 of the 60 test sentences (25.0%) are ambiguous: every fourth line." in once
     assert "![BLEU by n-gram order](demo/bleu_by_ngram_order.png)" in once
     demo_report.update_docs(str(docs), results, "demo")
     assert docs.read_text() == once
@@ -56,7 +64,8 @@ def test_the_demo_runs_end_to_end_on_a_tiny_budget(tmp_path):
     (docs / "demo.md").write_text(f"text\n{demo_report.DOCS_START}\n{demo_report.DOCS_END}\n")
     proc = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "demo", "run_demo.py"),
                            "--update-docs", "--docs-dir", str(docs), "--train-size", "300",
-                           "--test-size", "30", "--max-update", "12", "--validate-every", "6",
+                           "--test-size", "30", "--max-update", "12", "--validate-every", "6", "--patience", "2",
+                           "--seeds", "1",
                            "--bootstrap-samples", "50", "--tagger-steps", "20", "--parser-epochs", "2",
                            "--systems", "transformer,transformer_matched,mgsa_syntactic", "--jobs", "2"],
                           cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -73,6 +82,23 @@ def test_the_demo_runs_end_to_end_on_a_tiny_budget(tmp_path):
         assert [u for u, _ in r["valid_curve"]] == [6, 12]
         assert 0.0 <= r["bleu"][0] <= 100.0
     assert m["mgsa_syntactic_parser"]["label"].endswith(", parser trees")
+    # the stopping rule: two validations, so patience 2 cannot stop a run before the cap at 12
+    assert results["stopping"] == {"patience": 2, "validate_every": 6, "max_update": 12}
+    train_log = (work / "logs" / "train.transformer.log").read_text()
+    assert "'patience': 2" in train_log and "'best_checkpoint_metric': 'loss'" in train_log
+    for r in m.values():
+        [run] = r["runs"]
+        assert run["stop"] == "max-update" and run["stopped_at_update"] == 12 and run["best_valid_loss"] > 0
+    assert "cut by cap" in proc.stdout and "at the cap of 12 updates" in proc.stdout
+    # the attachment-ambiguous test sentences: listed, scored apart, counted in the notes
+    from mgsa_preprocess.synthetic import attachment_ambiguous
+    trees = (work / "raw" / "test.src.tree").read_text().splitlines()
+    ambiguous = [i for i, t in enumerate(trees, 1) if attachment_ambiguous(t)]
+    assert ambiguous and (work / "raw" / "test.ambiguous").read_text().split() == [str(i) for i in ambiguous]
+    sub = results["subsets"]["ambiguous"]
+    assert sub["lines"] == ambiguous and set(sub["models"]) == set(rows)
+    assert results["subsets"]["unambiguous"]["sentences"] == 30 - len(ambiguous)
+    assert f"{len(ambiguous)} of the 30 test sentences" in (docs / "demo.md").read_text()
     # one model trained on gold trees serves both of its rows; the parser-tree model is its own
     assert m["mgsa_syntactic_test_parser"]["valid_curve"] == m["mgsa_syntactic"]["valid_curve"]
     assert sorted(os.listdir(work / "checkpoints")) == ["mgsa_syntactic", "mgsa_syntactic_parser", "transformer",
@@ -106,7 +132,8 @@ def test_the_demo_runs_end_to_end_on_a_tiny_budget(tmp_path):
 
 @pytest.mark.slow
 def test_the_full_demo_puts_syntactic_mgsa_significantly_ahead(tmp_path):
-    """The README's main command at its default budget (10-20 minutes on 2 cores)."""
+    """The README's main command at its defaults (every default system, three seeds, each run to the
+    stopping rule or the cap)."""
     work = tmp_path / "demo-out"
     proc = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "demo", "run_demo.py")],
                           cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -117,3 +144,28 @@ def test_the_full_demo_puts_syntactic_mgsa_significantly_ahead(tmp_path):
     syntactic, baseline = models["mgsa_syntactic"], models["transformer"]
     assert syntactic["bleu_mean"] > baseline["bleu_mean"] and syntactic["bleu_p_value"] < 0.05
     assert syntactic["chrf_mean"] > baseline["chrf_mean"] and syntactic["chrf_p_value"] < 0.05
+
+
+@pytest.mark.parametrize("args, error", [
+    (["--patience", "0"], "--patience must be at least 1 (got 0)"),
+    (["--validate-every", "-5"], "--validate-every must be at least 1 (got -5)"),
+    (["--max-update", "0"], "--max-update must be at least 1 (got 0)"),
+    (["--seeds", "1,x"], "--seeds '1,x': comma-separated integers expected"),
+    (["--seeds", "2,2"], "--seeds '2,2': at least one seed, each once"),
+])
+def test_bad_options_are_one_line_errors(args, error, capsys):
+    import run_demo
+    with pytest.raises(SystemExit) as e:
+        run_demo.main(args)
+    assert e.value.code == 2 and capsys.readouterr().err.splitlines()[-1].endswith(f"error: {error}")
+
+
+def test_the_defaults_are_the_issues(capsys):
+    """Three seeds, and --full: every system of the registry, the cap raised (its help says so)."""
+    import run_demo
+    assert run_demo.SEEDS == "1,2,3" and run_demo.FULL_MAX_UPDATE > run_demo.MAX_UPDATE
+    with pytest.raises(SystemExit):
+        run_demo.main(["--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "every system of the registry, to convergence" in help_text
+    assert f"raised to {run_demo.FULL_MAX_UPDATE} updates" in help_text

@@ -32,7 +32,7 @@ sys.path[:0] = [ROOT, os.path.join(ROOT, "examples", "demo")]
 if __name__ == "__main__":  # before the training, and before the imports below
     from fairseq_mgsa.preflight import require
     require("make analyses", ["sacrebleu", "plots"])
-import run_demo as demo  # noqa: E402  (its run(), preprocess() and small dimensions)
+import run_demo as demo  # noqa: E402  (its run(), preprocess(), small dimensions and training options)
 from fairseq_mgsa import systems as registry  # noqa: E402
 from mgsa_preprocess.synthetic import write_corpus  # noqa: E402
 
@@ -80,10 +80,9 @@ def main(argv=None):
         label, system_name, extra = NMT_MODELS[k]
         system, save = registry.get(system_name), os.path.join(out, "checkpoints", RUN_NAMES[k])
         shutil.rmtree(save, ignore_errors=True)
-        demo.run(["fairseq-train", data, "--user-dir", demo.USER_DIR, *demo.system_args(system), *extra,
-                  "--label-smoothing", "0.1", "--optimizer", "adam", "--adam-betas", "(0.9, 0.98)", "--lr", "1e-3",
-                  "--lr-scheduler", "inverse_sqrt", "--warmup-updates", "200", "--dropout", "0.1",
-                  "--max-tokens", "2048", "--max-update", a.max_update, "--seed", a.seed,
+        demo.run(["fairseq-train", data, "--user-dir", demo.USER_DIR,
+                  *demo.training.system_args(system, demo.SMALL), *extra, *demo.training.OPTIMISATION,
+                  "--max-update", a.max_update, "--seed", a.seed,
                   # the probe reads the last checkpoint: no validation, one save at the end
                   "--disable-validation", "--save-interval", "1000000",
                   "--save-dir", save, "--no-epoch-checkpoints", "--no-progress-bar", "--log-format", "simple",

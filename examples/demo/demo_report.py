@@ -41,10 +41,18 @@ def docs_section(results: dict, images: str) -> str:
             f"{parser['train_minutes']} min); on the test set its labeled bracket F1 is {t['f1']:.2f}. Rows marked "
             f"gold read the grammar's own trees (an oracle parser); rows marked parser read this parser's trees.",
         ]
+    rule = results.get("stopping")
+    training = f"{s['max_update']} updates per model" if not rule else (
+        f"every run validated every {rule['validate_every']} updates and stopped after {rule['patience']} "
+        f"validations without a new best validation loss, or at the cap of {rule['max_update']} updates")
+    subsets = []
+    if results.get("subsets"):
+        subsets = [compare_report.markdown(compare_report.subset_rows(results)), "",
+                   compare_report.subset_notes(results), ""]
     return "\n".join([
         DOCS_START,
         f"Last run (`{s['command']}`): {s['train_sentences']} training and {s['test_sentences']} test sentences "
-        f"from the grammar, {s['max_update']} updates per model, training seeds {', '.join(map(str, s['seeds']))}, "
+        f"from the grammar, {training}, training seeds {', '.join(map(str, s['seeds']))}, "
         f"{s['minutes']} minutes in all ({s['jobs']} models trained at once, so speeds are a rough guide: "
         f"`benchmarks/bench_training.py` times the systems on identical batches).",
         *parser_text,
@@ -53,6 +61,7 @@ def docs_section(results: dict, images: str) -> str:
         "",
         compare_report.notes(results),
         "",
+        *subsets,
         compare_report.markdown(compare_report.ngram_rows(results)),
         "",
         f"![BLEU by n-gram order]({images}/bleu_by_ngram_order.png) ![validation loss]({images}/valid_loss.png)",

@@ -1,24 +1,33 @@
 """The main job, offline on CPU: systems of the registry (fairseq_mgsa/systems.py: fairseq's
 Transformer and its parameter-matched variant, MG-SA, phrase-based attention, HySAN) on equal
 terms, the syntactic ones with gold trees and with the trees of a parser the demo trains itself.
-By default five systems (six models with the parser-tree row) at 800 updates (about 10-20 minutes on 2 cores); --full: every system
-at 1200 updates (about 30-45 minutes).
+By default five systems (six models with the parser-tree row), three training seeds each, every
+run stopped by the validation rule below or at the cap; --full: every system of the registry,
+to convergence (the cap raised to FULL_MAX_UPDATE updates, so that the rule ends the runs).
+The defaults are the constants below the imports.
 
 1. A parallel corpus from the project's grammar (preprocess/synthetic.py), in which the
    target depends on the source's constituents (verb-final verb phrases, adjectives
-   after nouns, PP attachment that changes word order and word choice), with gold trees.
+   after nouns, PP attachment that changes word order and word choice), with gold trees;
+   the test sentences whose source string is attachment-ambiguous (only the tree tells the
+   readings apart) are listed in raw/test.ambiguous (line numbers).
 2. `mgsa-preprocess --trees-suffix tree`: fairseq binaries plus the phrase files (gold trees).
 3. `mgsa-train-parser` on the gold training trees (stanza's tagger and parser, offline), then
    `mgsa-preprocess --parser stanza` on the same text with the same dictionaries: phrase
    files from parser trees; the parser's labeled bracket F1 on the test set.
-4. `fairseq-train` of every system (`--systems` for a subset) with the same dimensions,
-   data, seed and budget, `--jobs` at a time (one thread each); a system that reads
-   trees (syntactic MG-SA, the paper's default) once on gold trees, once on parser trees.
-5. `fairseq-generate` on the test set for every row (a system + the trees it was trained
-   and tested on).
+4. `fairseq-train` of every system (`--systems` for a subset) and seed with the same dimensions,
+   data and stopping rule, `--jobs` at a time (demo_train.py): validation every
+   `--validate-every` updates, a stop after `--patience` validations without a new best
+   validation loss (fairseq's --patience, examples/common/stopping.py's rule as in the
+   recipes), `--max-update` the cap. A system that reads trees (syntactic MG-SA, the paper's
+   default) is trained once on gold trees, once on parser trees.
+5. `fairseq-generate` of every row's best checkpoint (checkpoint_best.pt) on the test set (a
+   row: a system + the trees it was trained and tested on).
 6. mgsa-compare's scoring (fairseq_mgsa/analysis/compare/): BLEU and chrF, the paired
-   bootstrap against the baseline, mean and sd over seeds, BLEU by n-gram order (the paper's
-   Figure 2), compare-mt's report; table (markdown, JSON, terminal) and plots in --workdir.
+   bootstrap against the baseline, mean and sd over seeds, where each run stopped and whether
+   the cap cut it while still improving, BLEU by n-gram order (the paper's Figure 2), BLEU and
+   exact match on the ambiguous test sentences and on the others, compare-mt's report; table
+   (markdown, JSON, terminal) and plots in --workdir.
 
 Everything goes under --workdir (default: demo-out/ in the current directory); the checkout is
 left alone. --update-docs (for the maintainer) rewrites docs/demo.md's results section and
@@ -30,42 +39,53 @@ docs/demo/*.png from the run. Every step is the real command a user would run; l
 
 import argparse
 import os
-import queue
-import re
 import shutil
-import subprocess
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Optional
-
-from tqdm import tqdm
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path[:0] = [ROOT, HERE]
-if __name__ == "__main__":  # before 20 minutes of training, and before the imports below
+if __name__ == "__main__":  # before any training, and before the imports below
     from fairseq_mgsa.preflight import require
     require("make demo", ["stanza", "sacrebleu", "compare", "plots"])
 import demo_report as report  # noqa: E402
+import demo_train as training  # noqa: E402
+from demo_train import CommandFailed, USER_DIR, run  # noqa: E402
 from fairseq_mgsa import systems as registry  # noqa: E402
 from fairseq_mgsa.analysis import compare  # noqa: E402  (the package: its names load when used)
 from fairseq_mgsa.analysis.compare import report as compare_report  # noqa: E402
-from fairseq_mgsa.analysis.compare.matched import PEER, matched_args  # noqa: E402
-from mgsa_preprocess.synthetic import write_corpus  # noqa: E402
+from mgsa_preprocess.synthetic import ambiguous_lines, write_corpus  # noqa: E402
 
 compare.quiet_other_libraries()  # importing fairseq sets the root logger to DEBUG
-DEFAULT_SYSTEMS = "transformer,transformer_matched,mgsa_syntactic,pba_interleaved_queryk,hysan"
 
-USER_DIR = os.path.join(ROOT, "fairseq_mgsa")
-SMALL = [  # the same small dimensions for every model (4 heads: one per granularity)
+# --- the demo's defaults (`make demo`), in one place ------------------------------------------
+DEFAULT_SYSTEMS = "transformer,transformer_matched,mgsa_syntactic,pba_interleaved_queryk,hysan"
+TRAIN_SIZE, VALID_SIZE, TEST_SIZE = 4000, 200, 500  # sentences of the generated corpus
+SEEDS = "1,2,3"              # training seeds: the verdicts need the seeds' spread
+JOBS = 2                     # models trained at once (results do not depend on it)
+VALIDATE_EVERY = 100         # updates between validations
+PATIENCE = 3                 # validations without a new best validation loss before a run stops
+MAX_UPDATE = 800             # the cap: a run still improving there is marked in the table
+FULL_MAX_UPDATE = 4000       # --full: a cap the stopping rule should come before
+SMALL = [  # the model size: the same small dimensions for every model (4 heads: one per granularity)
     "--encoder-layers", "2", "--decoder-layers", "2",
     "--encoder-embed-dim", "64", "--decoder-embed-dim", "64",
     "--encoder-ffn-embed-dim", "128", "--decoder-ffn-embed-dim", "128",
     "--encoder-attention-heads", "4", "--decoder-attention-heads", "4",
     "--share-all-embeddings",
 ]
+# the test subsets' descriptions in the table's notes (subset_notes: "N of the M test sentences are NAME: ...")
+SUBSETS = {
+    "ambiguous": "their source string has more than one reading under the grammar (a PP attached to the noun phrase "
+                 "or to the verb phrase), with different targets, so only the tree tells them apart "
+                 "(preprocess/synthetic.py, attachment_ambiguous; line numbers in raw/test.ambiguous)",
+    "unambiguous": "the others, one reading each",
+}
+
+
 @dataclass(frozen=True)
 class Row:
     """One row of the results: a system, and the source trees (None, "gold" or "parser") its
@@ -88,72 +108,37 @@ def rows_of(system: registry.System, parser_rows: bool):
     return rows
 
 
-def system_args(system: registry.System):
-    """The registry's options of `system` at the demo's small dimensions (its base arch); the
-    parameter-matched baseline's FFN width is computed for these dimensions (built models)."""
-    size_args = system.size_args.get("base", ())
-    if size_args:
-        if system.name != "transformer_matched":
-            raise ValueError(f"system {system.name}: no options at the demo's dimensions for {' '.join(size_args)}")
-        peer = registry.get(PEER)
-        size_args = matched_args(["--arch", system.arch("base"), *SMALL],
-                                 ["--arch", peer.arch("base"), *SMALL, *peer.model_args])
-    return ["--task", system.task, "--arch", system.arch("base"), *SMALL, *size_args, *system.model_args,
-            "--criterion", system.criterion, *system.criterion_args]
 TREE_LABELS = {("gold", "gold"): "gold trees", ("gold", "parser"): "gold trees, tested on parser trees",
                ("parser", "parser"): "parser trees"}
 BASELINE = registry.BASELINE
-
-
-class CommandFailed(Exception):
-    pass
-
-
-def run(cmd, log, total_updates=None, desc=None, position=None, threads=None):
-    """Run `cmd`, its output going to `log`; with total_updates, a progress bar follows
-    fairseq-train's num_updates. Returns the seconds it took."""
-    cmd = [str(c) for c in cmd]
-    # this checkout's packages first, also where an older copy is installed
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])))
-    if threads:
-        env["OMP_NUM_THREADS"] = str(threads)
-    bar = tqdm(total=total_updates, desc=desc, unit="upd", leave=True, position=position) if total_updates else None
-    t0 = time.time()
-    with open(log, "w") as f:
-        f.write("$ " + " ".join(cmd) + "\n")
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
-        for line in proc.stdout:
-            f.write(line)
-            m = bar is not None and re.search(r"num_updates[= ](\d+)", line)
-            if m:
-                bar.update(int(m.group(1)) - bar.n)
-        proc.wait()
-    if bar is not None:
-        bar.close()
-    if proc.returncode != 0:
-        raise CommandFailed(f"{cmd[0]} failed (exit {proc.returncode}); see {log}")
-    return time.time() - t0
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--workdir", default="demo-out", help="where everything goes (default: demo-out/ here)")
     p.add_argument("--full", action="store_true",
-                   help="every system of the registry at 1200 updates (about 30-45 minutes on 2 cores)")
-    p.add_argument("--train-size", type=int, default=4000)
-    p.add_argument("--test-size", type=int, default=500)
-    p.add_argument("--max-update", type=int, help="training budget of every model (default 800; --full 1200)")
-    p.add_argument("--validate-every", type=int, default=100, help="updates between validations (loss curves)")
+                   help=f"every system of the registry, to convergence: the stopping rule ends every run, the cap "
+                        f"raised to {FULL_MAX_UPDATE} updates (seeds: --seeds, default {SEEDS})")
+    p.add_argument("--train-size", type=int, default=TRAIN_SIZE, help=f"training sentences (default {TRAIN_SIZE})")
+    p.add_argument("--test-size", type=int, default=TEST_SIZE, help=f"test sentences (default {TEST_SIZE})")
+    p.add_argument("--max-update", type=int,
+                   help=f"the cap: no run trains longer (default {MAX_UPDATE}; --full {FULL_MAX_UPDATE})")
+    p.add_argument("--validate-every", type=int, default=VALIDATE_EVERY,
+                   help=f"updates between validations (default {VALIDATE_EVERY})")
+    p.add_argument("--patience", type=int, default=PATIENCE,
+                   help=f"a run stops after this many validations in a row without a new best validation loss "
+                        f"(fairseq's --patience; default {PATIENCE})")
     p.add_argument("--systems", help=f"systems of the registry, comma-separated (default: {DEFAULT_SYSTEMS}; "
                                      f"--full: all: {','.join(registry.SYSTEMS)})")
     p.add_argument("--no-parser-rows", action="store_true",
                    help="no parser: systems that read trees are trained and tested on gold trees only")
-    p.add_argument("--seeds", default="1",
-                   help="training seeds, comma-separated: with several, mean and sd over seeds, and the paired "
-                        "bootstrap on each seed pair and pooled")
+    p.add_argument("--seeds", default=SEEDS,
+                   help=f"training seeds, comma-separated (default {SEEDS}): mean and sd over seeds, and the paired "
+                        f"bootstrap on each seed pair and pooled")
     p.add_argument("--data-seed", type=int, default=1, help="seed of the generated corpus")
-    p.add_argument("--jobs", type=int, default=2,
-                   help="models trained at once, with (CPU cores / jobs) threads each (results do not depend on it)")
+    p.add_argument("--jobs", type=int, default=JOBS,
+                   help=f"models trained at once, with (CPU cores / jobs) threads each (default {JOBS}; results do "
+                        f"not depend on it)")
     p.add_argument("--bootstrap-samples", type=int, default=1000)
     p.add_argument("--parser-epochs", type=int, default=3,
                    help="mgsa-train-parser --parser-epochs (its default, 20, is for a few hundred trees)")
@@ -163,21 +148,27 @@ def main(argv=None):
     p.add_argument("--docs-dir", default=os.path.join(ROOT, "docs"), help="with --update-docs: the docs folder")
     a = p.parse_args(argv)
     if a.max_update is None:
-        a.max_update = 1200 if a.full else 800
+        a.max_update = FULL_MAX_UPDATE if a.full else MAX_UPDATE
+    for name in ("train_size", "test_size", "max_update", "validate_every", "patience", "jobs"):
+        if getattr(a, name) < 1:
+            p.error(f"--{name.replace('_', '-')} must be at least 1 (got {getattr(a, name)})")
     try:
         systems = registry.select(a.systems or ("" if a.full else DEFAULT_SYSTEMS))
-        seeds = [int(x) for x in a.seeds.split(",") if x.strip()]
     except ValueError as e:
         p.error(str(e))
+    try:
+        seeds = [int(x) for x in a.seeds.split(",") if x.strip()]
+    except ValueError:
+        p.error(f"--seeds {a.seeds!r}: comma-separated integers expected")
     if BASELINE not in [s.name for s in systems]:
         p.error(f"--systems must include the baseline {BASELINE}")
-    if not seeds or a.jobs < 1:
-        p.error("--seeds needs at least one seed and --jobs at least 1")
+    if not seeds or len(set(seeds)) != len(seeds):
+        p.error(f"--seeds {a.seeds!r}: at least one seed, each once")
     rows = {}
     for system in systems:
         rows.update(rows_of(system, not a.no_parser_rows))
     try:
-        run_demo(a, rows, seeds)
+        run_demo(a, rows, seeds, training.Rule(a.patience, a.validate_every, a.max_update))
     except (CommandFailed, ValueError) as e:
         sys.exit(f"demo: error: {e}")
 
@@ -219,15 +210,51 @@ def train_parser(a, raw, work, gold_data, logs):
     }
 
 
-def run_demo(a, rows, seeds):
+def corpus(a, raw):
+    """The grammar's corpus in `raw`, and the attachment-ambiguous test sentences' line numbers
+    (1-based) in raw/test.ambiguous."""
+    print(f"[demo] 1/6 corpus: {a.train_size} training sentences with gold trees -> {raw}", flush=True)
+    write_corpus(raw, (("train", a.train_size), ("valid", VALID_SIZE), ("test", a.test_size)), seed=a.data_seed)
+    ambiguous = ambiguous_lines(os.path.join(raw, "test.src.tree"))
+    with open(os.path.join(raw, "test.ambiguous"), "w") as f:
+        f.write("".join(f"{i}\n" for i in ambiguous))
+    print(f"[demo] 1/6 {len(ambiguous)} of the {a.test_size} test sentences are attachment-ambiguous "
+          f"-> {raw}/test.ambiguous", flush=True)
+    return ambiguous
+
+
+def decode(a, rows, seeds, trained, data, logs):
+    """fairseq-generate of every row's best checkpoint for every seed: (compare.Runs by row, refs)."""
+    runs, refs = {}, None
+    for name, row in rows.items():
+        label, task = registry.get(row.system).label, registry.get(row.system).task
+        trees = (row.train_trees, row.test_trees)
+        hyps, decode_speeds = [], []
+        models = [trained[(row.system, row.train_trees, seed)] for seed in seeds]
+        for seed, model in zip(seeds, models):
+            out = os.path.join(logs, f"generate.{name}" + (f".seed{seed}" if seed != seeds[0] else "") + ".txt")
+            print(f"[demo] 5/6 fairseq-generate {name} (seed {seed})", flush=True)
+            # --required-batch-size-multiple 1: fairseq drops a last batch smaller than the
+            # multiple (default 8), which would silently skip test sentences. One at a
+            # time, with every core: its speed is compared with the baseline's.
+            run(["fairseq-generate", data[row.test_trees], "--user-dir", USER_DIR, "--task", task,
+                 "--path", f"{model.save}/checkpoint_best.pt", "--gen-subset", "test", "--beam", "4",
+                 "--max-tokens", "4096", "--required-batch-size-multiple", "1", "--cpu"], out)
+            seed_hyps, refs = report.read_generate(out, a.test_size)
+            hyps.append(seed_hyps)
+            decode_speeds.append(compare.read_decoding_speed(out))
+        runs[name] = training.runs_of(name, label + (f", {TREE_LABELS[trees]}" if row.train_trees else ""), hyps,
+                                      seeds, models, decode_speeds)
+    return runs, refs
+
+
+def run_demo(a, rows, seeds, rule):
     start = time.time()
     work = os.path.abspath(a.workdir)
     raw, logs = os.path.join(work, "raw"), os.path.join(work, "logs")
     data = {None: os.path.join(work, "data-bin"), "gold": os.path.join(work, "data-bin")}
     os.makedirs(logs, exist_ok=True)
-
-    print(f"[demo] 1/6 corpus: {a.train_size} training sentences with gold trees -> {raw}", flush=True)
-    write_corpus(raw, (("train", a.train_size), ("valid", 200), ("test", a.test_size)), seed=a.data_seed)
+    ambiguous = corpus(a, raw)
 
     print(f"[demo] 2/6 mgsa-preprocess --trees-suffix tree -> {data['gold']}", flush=True)
     shutil.rmtree(data["gold"], ignore_errors=True)
@@ -246,62 +273,17 @@ def run_demo(a, rows, seeds):
             run_name = row.system + (f"_{row.train_trees}" if row.train_trees not in (None, "gold") else "") + \
                 (f"_seed{seed}" if seed != seeds[0] else "")
             models.setdefault((row.system, row.train_trees, seed), run_name)
-    threads = max(1, (os.cpu_count() or 1) // a.jobs)
-
-    positions = queue.Queue()  # a free line of the terminal for each running job's progress bar
-    for i in range(a.jobs):
-        positions.put(i)
-
-    def train(key):
-        (system, train_trees, seed), run_name = key, models[key]
-        position = positions.get()
-        save = os.path.join(work, "checkpoints", run_name)
-        shutil.rmtree(save, ignore_errors=True)  # the same budget from scratch, also on a rerun
-        log = os.path.join(logs, f"train.{run_name}.log")
-        seconds = run(["fairseq-train", data[train_trees], "--user-dir", USER_DIR,
-                       *system_args(registry.get(system)),
-                       "--label-smoothing", "0.1", "--optimizer", "adam", "--adam-betas", "(0.9, 0.98)",
-                       "--lr", "1e-3", "--lr-scheduler", "inverse_sqrt", "--warmup-updates", "200", "--dropout", "0.1",
-                       "--max-tokens", "2048", "--max-update", a.max_update, "--seed", seed,
-                       "--validate-interval", "1000", "--validate-interval-updates", a.validate_every,
-                       "--save-dir", save, "--no-epoch-checkpoints", "--save-interval-updates", a.validate_every,
-                       "--keep-interval-updates", "1", "--no-progress-bar", "--log-format", "simple",
-                       "--log-interval", "10", "--cpu"],
-                      log, total_updates=a.max_update, desc=f"[demo] 4/6 train {run_name}",
-                      position=position, threads=threads)
-        positions.put(position)
-        return key, (save, compare.read_valid_curve(log), seconds / 60, compare.read_params(log))
-
-    with ThreadPoolExecutor(max_workers=a.jobs) as pool:
-        trained = dict(pool.map(train, models))
-
-    runs, refs = {}, None
-    for name, row in rows.items():
-        label, task = registry.get(row.system).label, registry.get(row.system).task
-        trees = (row.train_trees, row.test_trees)
-        hyps, speeds = [], []
-        for seed in seeds:
-            save, curve, train_minutes, params = trained[(row.system, row.train_trees, seed)]
-            out = os.path.join(logs, f"generate.{name}" + (f".seed{seed}" if seed != seeds[0] else "") + ".txt")
-            print(f"[demo] 5/6 fairseq-generate {name} (seed {seed})", flush=True)
-            # --required-batch-size-multiple 1: fairseq drops a last batch smaller than the
-            # multiple (default 8), which would silently skip test sentences. One at a
-            # time, with every core: its speed is compared with the baseline's.
-            run(["fairseq-generate", data[row.test_trees], "--user-dir", USER_DIR, "--task", task,
-                 "--path", f"{save}/checkpoint_best.pt", "--gen-subset", "test", "--beam", "4",
-                 "--max-tokens", "4096", "--required-batch-size-multiple", "1", "--cpu"], out)
-            seed_hyps, refs = report.read_generate(out, a.test_size)
-            hyps.append(seed_hyps)
-            speeds.append((a.max_update / (60 * train_minutes), compare.read_decoding_speed(out)))
-            if seed == seeds[0]:
-                first = (curve, params)
-        runs[name] = compare.Runs(
-            name, label + (f", {TREE_LABELS[trees]}" if row.train_trees else ""), hyps, seeds=[str(x) for x in seeds],
-            params=first[1], updates_per_second=compare.mean_or_none([t for t, _ in speeds]),
-            decode_sentences_per_second=compare.mean_or_none([d for _, d in speeds]), valid_curve=first[0])
+    print(f"[demo] 4/6 {len(models)} models: validation every {rule.validate_every} updates, a stop after "
+          f"{rule.patience} without a new best validation loss, the cap at {rule.max_update} updates", flush=True)
+    trained = training.train_all(models, data, work, logs, rule, SMALL, a.jobs)
+    runs, refs = decode(a, rows, seeds, trained, data, logs)
 
     print("[demo] 6/6 scoring (mgsa-compare: sacrebleu, paired bootstrap against the baseline) and plots", flush=True)
     results = compare.compare(runs, refs, BASELINE, a.bootstrap_samples)
+    results["stopping"] = rule.as_dict()
+    others = sorted(set(range(1, len(refs) + 1)) - set(ambiguous))
+    results["subsets"] = {name: compare.subset(runs, refs, lines, SUBSETS[name])
+                          for name, lines in (("ambiguous", ambiguous), ("unambiguous", others))}
     results["setup"] = {
         "train_sentences": a.train_size, "test_sentences": a.test_size, "max_update": a.max_update,
         "seeds": seeds, "data_seed": a.data_seed, "jobs": a.jobs, "dims": " ".join(SMALL),

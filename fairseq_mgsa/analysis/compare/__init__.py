@@ -4,7 +4,9 @@ One module per kind of analysis, as compare-mt keeps them:
 
     runs.py      reading a user's files: hypotheses (plain or fairseq-generate's output),
                  run directories and their fairseq-train logs (speed, validation, where it stopped)
-    scoring.py   sacrebleu's BLEU and chrF, paired bootstrap per seed pair and pooled, the verdict
+    trainlog.py  where and why a fairseq-train run stopped (also examples/common/stopping.py's reader)
+    scoring.py   sacrebleu's BLEU and chrF, paired bootstrap per seed pair and pooled, the verdict,
+                 scores on a subset of the test set
     buckets.py   compare-mt's finer view (word accuracy, sentence buckets, n-grams, examples)
     matched.py   the parameter-matched baseline (`python -m fairseq_mgsa.analysis.compare.matched`)
     plots.py     BLEU by n-gram order, validation loss
@@ -22,7 +24,7 @@ _EXPORTS = {
     "runs": ("Runs", "CompareError", "read_lines", "read_hyps", "read_params", "read_training_speed",
              "read_decoding_speed", "read_valid_curve", "read_stop", "read_system", "mean_or_none",
              "registry_label"),
-    "scoring": ("ALPHA", "MAX_ORDER", "mean_sd", "verdict", "ngram_stats", "paired", "compare"),
+    "scoring": ("ALPHA", "MAX_ORDER", "mean_sd", "verdict", "ngram_stats", "paired", "compare", "subset"),
     "cli": ("quiet_other_libraries",),
 }
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}

@@ -104,6 +104,30 @@ def ngram_rows(results: dict) -> List[List[str]]:
     return out
 
 
+def subset_rows(results: dict) -> List[List[str]]:
+    """The test set's subsets (results["subsets"], scoring.subset) beside the whole: BLEU (mean
+    ± sd over seeds) and exact match per system."""
+    subsets = results.get("subsets") or {}
+    header = ["system", f"BLEU (all {results['test_sentences']})", "exact match % (all)"]
+    for name, sub in subsets.items():
+        header += [f"BLEU ({name}, {sub['sentences']})", f"exact match % ({name})"]
+    out = [header]
+    for n, m in results["models"].items():
+        row = [m["label"], over_seeds(m, "bleu"), f"{m['exact_match']:.1f}"]
+        for sub in subsets.values():
+            s = sub["models"][n]
+            row += ["-" if s["bleu_mean"] is None else over_seeds(s, "bleu"), fmt(s["exact_match"], ".1f")]
+        out.append(row)
+    return out
+
+
+def subset_notes(results: dict) -> str:
+    """One sentence per subset: how many test sentences it holds and what they are."""
+    n = results["test_sentences"]
+    return " ".join(f"{sub['sentences']} of the {n} test sentences ({100 * sub['sentences'] / n:.1f}%) are {name}: "
+                    f"{sub['description']}." for name, sub in (results.get("subsets") or {}).items())
+
+
 def markdown(table: List[List[str]]) -> str:
     return "\n".join(["| " + " | ".join(table[0]) + " |", "|" + "---|" * len(table[0])]
                      + ["| " + " | ".join(r) + " |" for r in table[1:]])
@@ -139,7 +163,7 @@ def unequal_notes(results: dict) -> str:
 def run_notes(results: dict) -> str:
     if not any(m.get("runs") for m in results["models"].values()):
         return ""
-    return (" From fairseq-train's logs: stopped at: each seed's last update; best valid loss: the lowest "
+    return stopping_rule(results) + (" From fairseq-train's logs: stopped at: each seed's last update; best valid loss: the lowest "
             "validation loss (fairseq's `loss`, bits), mean over seeds; train min: fairseq's \"done training\" "
             "time (the log's clock for an unfinished run). Cut by cap: yes where fairseq-train stopped at its cap "
             "(--max-update, --max-epoch or --stop-time-hours) while its last validation was still its best: more "
@@ -147,9 +171,20 @@ def run_notes(results: dict) -> str:
             "had stopped improving, or it did not finish.")
 
 
+def stopping_rule(results: dict) -> str:
+    """The rule the runs were trained under, where the caller recorded it (results["stopping"])."""
+    rule = results.get("stopping")
+    if not rule:
+        return ""
+    return (f" Every run validated every {rule['validate_every']} updates and stopped when its validation loss had "
+            f"not improved for {rule['patience']} validations in a row (fairseq's --patience), or at the cap of "
+            f"{rule['max_update']} updates; the checkpoint with the best validation loss was decoded.")
+
+
 def markdown_report(results: dict, plot_name: str = "bleu_by_ngram_order.png") -> str:
     return "\n".join([
         markdown(rows(results)), "", notes(results), "",
+        *([markdown(subset_rows(results)), "", subset_notes(results), ""] if results.get("subsets") else []),
         "BLEU by n-gram order (the paper's Figure 2): Δ p_n is the gain in modified n-gram precision "
         "over the baseline, Δ BLEU-n in BLEU up to n-grams (means over seeds).", "",
         markdown(ngram_rows(results)), "", f"![BLEU by n-gram order]({plot_name})", "",
@@ -157,13 +192,20 @@ def markdown_report(results: dict, plot_name: str = "bleu_by_ngram_order.png") -
     ])
 
 
-def terminal_table(results: dict) -> str:
-    """The main table in aligned columns, for the terminal."""
-    table = rows(results)
+def aligned(table: List[List[str]]) -> List[str]:
+    """A table in aligned columns, a rule under its header."""
     widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in table]
     lines.insert(1, "-" * len(lines[0]))
-    return "\n".join(lines + ["", notes(results)])
+    return lines
+
+
+def terminal_table(results: dict) -> str:
+    """The main table in aligned columns, for the terminal (and the subsets' table, if any)."""
+    out = aligned(rows(results)) + ["", notes(results)]
+    if results.get("subsets"):
+        out += [""] + aligned(subset_rows(results)) + ["", subset_notes(results)]
+    return "\n".join(out)
 
 
 def write_all(results: dict, systems: Dict, refs: List[str], out: str, compare_mt: bool = True,

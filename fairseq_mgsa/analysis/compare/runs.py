@@ -8,8 +8,9 @@ Every problem is a CompareError: one line naming the file (and the line) and wha
 import os
 import re
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Dict, List, Optional, Tuple
+
+from .trainlog import read_text, read_train_log
 
 
 class CompareError(ValueError):
@@ -104,11 +105,6 @@ def read_hyps(path: str, n_refs: int, ref_path: str) -> Tuple[List[str], Optiona
 
 # --- fairseq's logs ---------------------------------------------------------------------------
 
-def read_text(log: str) -> str:
-    with open(log, encoding="utf-8", errors="replace") as f:  # a log: a stray byte must not stop the comparison
-        return f.read()
-
-
 def read_params(train_log: str) -> Optional[int]:
     """The model's parameter count from fairseq-train's log."""
     m = re.search(r"num\. (?:shared )?model params: ([\d,]+)", read_text(train_log))
@@ -136,80 +132,17 @@ def read_valid_curve(train_log: str) -> List[Tuple[int, float]]:
     return [(int(u), float(nll)) for nll, u in pattern.findall(read_text(train_log))]
 
 
-def validations(text: str) -> List[Dict[str, float]]:
-    """The figures of every validation line: {'loss': 7.27, 'num_updates': 2, 'best_loss': ...}."""
-    out = []
-    for line in text.splitlines():
-        if "valid on 'valid' subset" in line:
-            out.append({k: float(v) for k, v in re.findall(r"\|\s*(\w+) (-?[\d.]+)(?=\s*\||\s*$)", line)})
-    return out
-
-
-# fairseq-train's lines that say why it stopped (fairseq_cli/train.py); none of them and a
-# "done training": its loop ran out of epochs (--max-epoch)
-STOPS = (("early stop since valid performance hasn't improved", "early stop (patience)"),
-         ("Stopping training due to num_updates", "max-update"),
-         ("Stopping training due to cumulative_training_time", "stop-time"),
-         ("stopping training because current learning rate", "stop-min-lr"))
-CAPS = ("max-update", "max-epoch", "stop-time")
-STAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) \|", flags=re.M)
-
-
-def clock_minutes(text: str) -> Optional[float]:
-    """Minutes between the first and the last time-stamped line."""
-    stamps = STAMP.findall(text)
-    if len(stamps) < 2:
-        return None
-    return (datetime.fromisoformat(stamps[-1]) - datetime.fromisoformat(stamps[0])).total_seconds() / 60
-
-
-def improving_at_end(valid: List[Dict[str, float]]) -> Optional[bool]:
-    """Whether the last validation was a new best: by fairseq's own best_<metric> figure when it
-    logs one (it does when it saves checkpoints; lower or higher is its --best-checkpoint-metric's
-    direction), else by the loss (lower is better). Equal is not better (fairseq's rule)."""
-    if not valid:
-        return None
-    if len(valid) == 1:
-        return True
-    best = next((k for k in valid[-1] if k.startswith("best_")), None)
-    if best and all(best in v for v in valid[-2:]):
-        return valid[-1][best] != valid[-2][best]
-    losses = [v["loss"] for v in valid if "loss" in v]
-    return len(losses) == len(valid) and losses[-1] < min(losses[:-1])
-
-
 def read_stop(train_log: str) -> Dict:
-    """Where and why a fairseq-train run stopped, from its log: the last update, the stop
-    ('early stop (patience)', 'max-update', 'max-epoch', 'stop-time', 'stop-min-lr', or
-    'unfinished': no "done training" after its last training line), whether its last validation
+    """Where and why a fairseq-train run stopped, from its log (trainlog.py reads it): the last
+    update, the stop ('early stop (patience)', 'max-update', 'max-epoch', 'stop-time', 'stop-min-lr',
+    or 'unfinished': no "done training" after its last training line), whether its last validation
     was still its best, `capped` (a cap stopped it while improving), its best validation loss
     (and BLEU with --eval-bleu) and training minutes (fairseq's "done training in X seconds",
     summed over the resumed sessions of the log; the clock of the log's lines when it has none)."""
-    text = read_text(train_log)
-    valid = validations(text)
-    updates = re.findall(r"\bnum_updates[ =](\d+)", text)
-    done = [m for m in re.finditer(r"done training in ([\d.]+) seconds", text)]
-    tail = text[done[-1].end():] if done else text
-    if not done or re.search(r"\bnum_updates[ =]\d+", tail):  # trained after its last "done": killed or running
-        stop = "unfinished"
-    else:
-        session = text[:done[-1].start()]
-        if len(done) > 1:
-            session = session[done[-2].end():]
-        found = [(session.rfind(marker), name) for marker, name in STOPS if marker in session]
-        stop = max(found)[1] if found else "max-epoch"
-    minutes = sum(float(m.group(1)) for m in done) / 60 if done else None
-    if stop == "unfinished":
-        span = clock_minutes(tail)
-        minutes = None if minutes is None and span is None else (minutes or 0.0) + (span or 0.0)
-    improving = improving_at_end(valid)
-    losses = [v["loss"] for v in valid if "loss" in v]
-    bleus = [v["bleu"] for v in valid if "bleu" in v]
-    return {"run": os.path.dirname(os.path.abspath(train_log)),
-            "stopped_at_update": int(updates[-1]) if updates else None, "stop": stop,
-            "improving_at_end": improving, "capped": stop in CAPS and improving is True,
-            "best_valid_loss": min(losses) if losses else None, "best_valid_bleu": max(bleus) if bleus else None,
-            "train_minutes": None if minutes is None else round(minutes, 2)}
+    r = read_train_log(train_log)
+    return {"run": os.path.dirname(os.path.abspath(train_log)), "stopped_at_update": r.stop_update, "stop": r.stop,
+            "improving_at_end": r.improving_at_end, "capped": r.capped, "best_valid_loss": r.best_loss,
+            "best_valid_bleu": r.best_bleu, "train_minutes": r.train_minutes}
 
 
 # --- systems ----------------------------------------------------------------------------------

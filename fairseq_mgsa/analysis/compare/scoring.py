@@ -140,3 +140,28 @@ def compare(systems: Dict[str, Runs], refs: List[str], baseline: str, bootstrap_
     return {"baseline": baseline, "bootstrap_samples": bootstrap_samples, "alpha": ALPHA,
             "test_sentences": len(refs), "max_order": max_order, "tokenize": tokenize, "lowercase": lowercase,
             "signature": {name: str(sig) for name, sig in signatures.items()}, "models": models}
+
+
+def subset(systems: Dict[str, Runs], refs: List[str], lines: List[int], description: str, tokenize: str = "13a",
+           lowercase: bool = False) -> dict:
+    """BLEU (mean and sd over seeds) and exact match of every system on the test sentences at
+    `lines` (1-based line numbers of the reference), for a table beside the whole test set's.
+    No test against the baseline here: the main table's verdicts are on the whole test set."""
+    bad = [i for i in lines if not 1 <= i <= len(refs)]
+    if bad:
+        raise CompareError(f"subset {description!r}: line {bad[0]} is not a line of the {len(refs)} references")
+    picked = sorted(set(lines))
+    pick = lambda xs: [xs[i - 1] for i in picked]  # noqa: E731
+    bleu = BLEU(tokenize=tokenize, lowercase=lowercase, force=True)
+    models = {}
+    for n, s in systems.items():
+        if not picked:  # nothing to score: no figures, not zeros
+            models[n] = {"bleu": [], "bleu_mean": None, "bleu_sd": None, "exact_match": None}
+            continue
+        scores = [bleu.corpus_score(pick(h), [pick(refs)]).score for h in s.hyps]
+        mean, sd = mean_sd(scores)
+        models[n] = {"bleu": [round(x, 2) for x in scores], "bleu_mean": round(mean, 2),
+                     "bleu_sd": None if sd is None else round(sd, 2),
+                     "exact_match": exact_match([pick(h) for h in s.hyps], pick(refs), lowercase)}
+    return {"description": description, "sentences": len(picked), "lines": picked, "models": models}
+

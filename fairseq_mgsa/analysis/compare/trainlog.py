@@ -1,0 +1,137 @@
+"""Where and why a fairseq-train run stopped, read from its train.log (fairseq's own lines, left
+as they are). The one reader of these facts: mgsa-compare's table (runs.read_stop) and the
+recipes' stopping record (examples/common/stopping.py summary) both print what it returns.
+
+A log may hold several sessions of one run (appended across resumes); the stop is that of the
+last session, the validations and the minutes are the run's.
+"""
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Dict, List, Optional
+
+# fairseq-train's lines that say why it stopped (fairseq_cli/train.py); none of them and a
+# "done training": its loop ran out of epochs (--max-epoch)
+STOPS = (("early stop since valid performance hasn't improved", "early stop (patience)"),
+         ("Stopping training due to num_updates", "max-update"),
+         ("Stopping training due to cumulative_training_time", "stop-time"),
+         ("stopping training because current learning rate", "stop-min-lr"))
+CAPS = ("max-update", "max-epoch", "stop-time")
+STAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) \|", flags=re.M)
+VALID_LINE = re.compile(r"\| valid on '([^']*)' subset \|(.*)$")
+FIELD = re.compile(r"\s*([a-z_0-9]+)\s+([-+0-9.e]+|inf|nan)\s*")
+UPDATES = re.compile(r"\bnum_updates[ =](\d+)")
+DONE = re.compile(r"done training in ([\d.]+) seconds")
+PATIENCE = re.compile(r"'patience': (-?\d+)")
+
+
+@dataclass
+class TrainLog:
+    log: str                         # the path as given
+    stop: str                        # a name of STOPS, 'max-epoch', or 'unfinished' (killed or running)
+    stop_update: Optional[int]       # the last update the log reports
+    best_loss: Optional[float]       # the lowest validation loss (fairseq's `loss`)
+    best_update: Optional[int]       # the update of that validation (the first of equal ones, as fairseq keeps it)
+    best_bleu: Optional[float]       # the highest validation BLEU (--eval-bleu)
+    validations: int
+    improving_at_end: Optional[bool]  # the last validation was a new best (None: no validation)
+    patience: Optional[int]          # the run's --patience, from its logged configuration
+    recent_gain: Optional[float]     # best loss before the last `patience` validations minus the best loss
+    train_minutes: Optional[float]   # fairseq's "done training" seconds summed over sessions (+ the clock of an
+    #                                  unfinished one's lines)
+
+    @property
+    def capped(self) -> bool:
+        """A cap (--max-update, --max-epoch, --stop-time-hours) stopped it while still improving."""
+        return self.stop in CAPS and self.improving_at_end is True
+
+    @property
+    def stopped_by(self) -> str:
+        """patience, cap, min-lr or running: the recipes' coarse names."""
+        if self.stop.startswith("early stop"):
+            return "patience"
+        return {"unfinished": "running", "stop-min-lr": "min-lr"}.get(self.stop, "cap")
+
+
+def read_text(log: str) -> str:
+    with open(log, encoding="utf-8", errors="replace") as f:  # a log: a stray byte must not stop the reading
+        return f.read()
+
+
+def validations(text: str) -> List[Dict[str, float]]:
+    """The figures of every validation line of the first validation subset (the one fairseq's
+    --patience watches): {'loss': 7.27, 'num_updates': 2, 'best_loss': ...}."""
+    out, subset = [], None
+    for line in text.splitlines():
+        m = VALID_LINE.search(line)
+        if not m or (subset is not None and m.group(1) != subset):
+            continue
+        subset = m.group(1)
+        figures = {}
+        for part in m.group(2).split("|"):
+            f = FIELD.fullmatch(part)
+            if f:
+                figures[f.group(1)] = float(f.group(2))
+        out.append(figures)
+    return out
+
+
+def clock_minutes(text: str) -> Optional[float]:
+    """Minutes between the first and the last time-stamped line."""
+    stamps = STAMP.findall(text)
+    if len(stamps) < 2:
+        return None
+    return (datetime.fromisoformat(stamps[-1]) - datetime.fromisoformat(stamps[0])).total_seconds() / 60
+
+
+def improving_at_end(valid: List[Dict[str, float]]) -> Optional[bool]:
+    """Whether the last validation was a new best: by fairseq's own best_<metric> figure when it
+    logs one (it does when it saves checkpoints; lower or higher is its --best-checkpoint-metric's
+    direction), else by the loss (lower is better). Equal is not better (fairseq's rule)."""
+    if not valid:
+        return None
+    if len(valid) == 1:
+        return True
+    best = next((k for k in valid[-1] if k.startswith("best_")), None)
+    if best and all(best in v for v in valid[-2:]):
+        return valid[-1][best] != valid[-2][best]
+    losses = [v["loss"] for v in valid if "loss" in v]
+    return len(losses) == len(valid) and losses[-1] < min(losses[:-1])
+
+
+def last_stop(text: str, done: List[re.Match]) -> str:
+    """The stop of the log's last session."""
+    tail = text[done[-1].end():] if done else text
+    if not done or UPDATES.search(tail):  # trained after its last "done": killed or running
+        return "unfinished"
+    session = text[:done[-1].start()]
+    if len(done) > 1:
+        session = session[done[-2].end():]
+    found = [(session.rfind(marker), name) for marker, name in STOPS if marker in session]
+    return max(found)[1] if found else "max-epoch"
+
+
+def read_train_log(path: str) -> TrainLog:
+    """The stopping record of a fairseq-train log (OSError when it cannot be read)."""
+    text = read_text(path)
+    valid = validations(text)
+    updates = UPDATES.findall(text)
+    done = list(DONE.finditer(text))
+    stop = last_stop(text, done)
+    minutes = sum(float(m.group(1)) for m in done) / 60 if done else None
+    if stop == "unfinished":
+        span = clock_minutes(text[done[-1].end():] if done else text)
+        minutes = None if minutes is None and span is None else (minutes or 0.0) + (span or 0.0)
+    patience = PATIENCE.findall(text)
+    patience = int(patience[-1]) if patience else None
+    scored = [(v["loss"], int(v.get("num_updates", 0))) for v in valid if "loss" in v]
+    best_loss = best_update = gain = None
+    if scored:
+        best_loss, best_update = min(scored)  # ties: the earlier update, as fairseq keeps the first best
+        if patience and patience > 0 and len(scored) > patience:
+            gain = min(loss for loss, _ in scored[:-patience]) - best_loss
+    bleus = [v["bleu"] for v in valid if "bleu" in v]
+    return TrainLog(path, stop, int(updates[-1]) if updates else None, best_loss, best_update,
+                    max(bleus) if bleus else None, len(valid), improving_at_end(valid), patience, gain,
+                    None if minutes is None else round(minutes, 2))
