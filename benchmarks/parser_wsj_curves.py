@@ -1,7 +1,10 @@
 """Curves of mgsa-train-parser runs on a real treebank: dev tag accuracy and dev F1 against the minutes
 since the command started, read from each run's directory; results JSON and a plot.
 
-    python benchmarks/parser_wsj_curves.py --run NAME=DIR[:LOG] ... [--out JSON] [--plot PNG]
+    python benchmarks/parser_wsj_curves.py --run NAME=DIR[:LOG] ... [--out JSON] [--plot PNG] [--append]
+
+--append keeps the runs already in the JSON (the model directories of earlier sessions need not
+exist any more) and adds or replaces the runs given.
 
 DIR is a directory written by mgsa-train-parser (its mgsa_parser.json, with the test scores of
 --test or DIR/test_scores.json from `python -m mgsa_preprocess.parser_eval --out`). Runs made before
@@ -103,8 +106,13 @@ def main():
     p.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
                                                  "parser_wsj.json"))
     p.add_argument("--plot", help="PNG of both curves")
+    p.add_argument("--append", action="store_true", help="keep the runs of --out that are not given again")
     a = p.parse_args()
     runs = [run_figures(*spec.split("=", 1)) for spec in a.run]
+    if a.append and os.path.exists(a.out):
+        with open(a.out) as f:
+            given = {r["name"] for r in runs}
+            runs = [r for r in json.load(f)["runs"] if r["name"] not in given] + runs
     with open(a.out, "w") as f:
         json.dump({"treebank": "NLTK WSJ sample, examples/common/split_treebank.py: 3,114 / 400 / 400 trees",
                    "runs": runs}, f, indent=1)
