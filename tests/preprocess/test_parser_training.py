@@ -219,3 +219,13 @@ def test_tagger_size_and_dropout_are_the_taggers_own(trained):
     assert record["options"]["hidden_size"] == 16  # the parser keeps --hidden-size
     parser = torch.load(tmp / "parser" / "constituency.pt", map_location="cpu", weights_only=False)
     assert parser["config"]["hidden_size"] == 16
+
+
+def test_tagger_defaults_twice_the_hidden_size_and_dropout_a_quarter():
+    from mgsa_preprocess.train_parser import get_parser, tagger_hidden_size
+
+    base = ["--train", "t", "--dev", "d", "--out", "o"]
+    a = get_parser().parse_args(base)
+    assert (tagger_hidden_size(a), a.tagger_dropout, a.hidden_size) == (128, 0.25, 64)
+    assert tagger_hidden_size(get_parser().parse_args(base + ["--hidden-size", "16"])) == 32
+    assert tagger_hidden_size(get_parser().parse_args(base + ["--hidden-size", "16", "--tagger-hidden-size", "24"])) == 24
