@@ -218,7 +218,7 @@ def test_tagger_size_and_dropout_are_the_taggers_own(trained):
     assert (config["hidden_dim"], config["char_hidden_dim"], config["dropout"]) == (24, 24, 0.25)
     assert record["options"]["hidden_size"] == 16  # the parser keeps --hidden-size
     parser = torch.load(tmp / "parser" / "constituency.pt", map_location="cpu", weights_only=False)
-    assert parser["config"]["hidden_size"] == 16
+    assert parser["params"]["config"]["hidden_size"] == 16
 
 
 def test_tagger_defaults_twice_the_hidden_size_and_dropout_a_quarter():
