@@ -67,7 +67,8 @@ def test_the_demo_runs_end_to_end_on_a_tiny_budget(tmp_path):
                            "--test-size", "30", "--max-update", "12", "--validate-every", "6", "--patience", "2",
                            "--seeds", "1",
                            "--bootstrap-samples", "50", "--tagger-steps", "20", "--parser-epochs", "2",
-                           "--systems", "transformer,transformer_matched,mgsa_syntactic", "--jobs", "2"],
+                           "--systems", "transformer,transformer_matched,mgsa_syntactic", "--parser-rows",
+                           "--jobs", "2"],
                           cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert proc.returncode == 0, proc.stdout[-4000:]
     work = tmp_path / "demo-out"
@@ -82,13 +83,15 @@ def test_the_demo_runs_end_to_end_on_a_tiny_budget(tmp_path):
         assert [u for u, _ in r["valid_curve"]] == [6, 12]
         assert 0.0 <= r["bleu"][0] <= 100.0
     assert m["mgsa_syntactic_parser"]["label"].endswith(", parser trees")
-    # the stopping rule: two validations, so patience 2 cannot stop a run before the cap at 12
-    assert results["stopping"] == {"patience": 2, "validate_every": 6, "max_update": 12}
+    # the stopping rule (the default's: on the validation BLEU): two validations, so patience 2
+    # cannot stop a run before the cap at 12
+    assert results["stopping"] == {"patience": 2, "validate_every": 6, "max_update": 12, "metric": "bleu"}
     train_log = (work / "logs" / "train.transformer.log").read_text()
-    assert "'patience': 2" in train_log and "'best_checkpoint_metric': 'loss'" in train_log
+    assert "'patience': 2" in train_log and "'best_checkpoint_metric': 'bleu'" in train_log
     for r in m.values():
         [run] = r["runs"]
         assert run["stop"] == "max-update" and run["stopped_at_update"] == 12 and run["best_valid_loss"] > 0
+        assert 0.0 <= run["best_valid_bleu"] <= 100.0
     assert "cut by cap" in proc.stdout and "at the cap of 12 updates" in proc.stdout
     # the attachment-ambiguous test sentences: listed, scored apart, counted in the notes
     from mgsa_preprocess.synthetic import attachment_ambiguous
@@ -132,15 +135,16 @@ def test_the_demo_runs_end_to_end_on_a_tiny_budget(tmp_path):
 
 @pytest.mark.slow
 def test_the_full_demo_puts_syntactic_mgsa_significantly_ahead(tmp_path):
-    """The README's main command at its defaults (every default system, three seeds, each run to the
-    stopping rule or the cap)."""
+    """The README's main command at its defaults (the Transformer and syntactic MG-SA on gold trees,
+    three seeds, each run stopped by the rule before the cap)."""
     work = tmp_path / "demo-out"
     proc = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "demo", "run_demo.py")],
                           cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert proc.returncode == 0, proc.stdout[-4000:]
     results = json.loads((work / "results.json").read_text())
     models = results["models"]
-    assert "mgsa_syntactic_parser" in models and results["parser"]["test"]["sentences"] == 500
+    assert list(models) == ["transformer", "mgsa_syntactic"] and "parser" not in results
+    assert all(r["stop"] == "early stop (patience)" for m in models.values() for r in m["runs"])
     syntactic, baseline = models["mgsa_syntactic"], models["transformer"]
     assert syntactic["bleu_mean"] > baseline["bleu_mean"] and syntactic["bleu_p_value"] < 0.05
     assert syntactic["chrf_mean"] > baseline["chrf_mean"] and syntactic["chrf_p_value"] < 0.05
@@ -167,5 +171,5 @@ def test_the_defaults_are_the_issues(capsys):
     with pytest.raises(SystemExit):
         run_demo.main(["--help"])
     help_text = " ".join(capsys.readouterr().out.split())
-    assert "every system of the registry, to convergence" in help_text
+    assert "every system of the registry and the parser's rows, to convergence" in help_text
     assert f"raised to {run_demo.FULL_MAX_UPDATE} updates" in help_text

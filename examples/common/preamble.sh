@@ -34,6 +34,7 @@ LABEL_SMOOTHING=${LABEL_SMOOTHING:-0.1}
 SAVE_INTERVAL_UPDATES=${SAVE_INTERVAL_UPDATES:-1000}
 LOG_INTERVAL=${LOG_INTERVAL:-100}
 PATIENCE=${PATIENCE:-}             # set: stop on validation (examples/common/stopping.py), MAX_UPDATE the cap
+STOP_METRIC=${STOP_METRIC:-loss}   # with PATIENCE: the validation score, loss or bleu (greedy, BPE removed)
 VALID_INTERVAL=${VALID_INTERVAL:-$SAVE_INTERVAL_UPDATES}   # with PATIENCE: validate (and save) every so many updates
 RUN_JOBS=${RUN_JOBS:-1}            # run_all.sh: runs trained at the same time (logs in WORKDIR/logs/RUN.log)
 THREADS=${THREADS:-}               # CPU threads a run (OMP_NUM_THREADS); empty: torch's default

@@ -316,7 +316,8 @@ step_train() {
   system_train_args "$SYSTEM" "$ARCH_SIZE" sys_opts
   if [ -n "${PATIENCE:-}" ]; then   # stopped on validation, MAX_UPDATE the cap (stopping.py)
     out=$(python "$COMMON_DIR/stopping.py" args --patience "$PATIENCE" --valid-interval "$VALID_INTERVAL" \
-      --max-update "$MAX_UPDATE") || die "PATIENCE, VALID_INTERVAL, MAX_UPDATE: see the message above"
+      --max-update "$MAX_UPDATE" --metric "$STOP_METRIC" --remove-bpe "@@ ") \
+      || die "PATIENCE, VALID_INTERVAL, MAX_UPDATE, STOP_METRIC: see the message above"
     mapfile -t stop <<< "$out"
   else
     stop=(--max-update "$MAX_UPDATE" --save-interval-updates "$SAVE_INTERVAL_UPDATES")
@@ -327,7 +328,7 @@ step_train() {
   [ "${GPUS:-0}" -ge 1 ] && extra=(--distributed-world-size "$GPUS" "${extra[@]}")
   fp16_flag=$(fp16_flags)
   mkdir -p "$CKPT_DIR"
-  log "training $RUN_NAME: $SYSTEM = ${sys_opts[*]}${sys_extra[*]:+ ${sys_extra[*]}}; ${GPUS:-0} GPUs x max tokens $MAX_TOKENS x update freq $UPDATE_FREQ, lr $LR, dropout $DROPOUT, $MAX_UPDATE updates${PATIENCE:+ at most (stopped after $PATIENCE validations every $VALID_INTERVAL updates without a better loss)}${fp16_flag:+, fp16} -> $CKPT_DIR"
+  log "training $RUN_NAME: $SYSTEM = ${sys_opts[*]}${sys_extra[*]:+ ${sys_extra[*]}}; ${GPUS:-0} GPUs x max tokens $MAX_TOKENS x update freq $UPDATE_FREQ, lr $LR, dropout $DROPOUT, $MAX_UPDATE updates${PATIENCE:+ at most (stopped after $PATIENCE validations every $VALID_INTERVAL updates without a better $STOP_METRIC)}${fp16_flag:+, fp16} -> $CKPT_DIR"
   # shellcheck disable=SC2086  # $fp16_flag is empty or one word
   fairseq-train "$DATA_BIN" --user-dir "$USER_DIR" "${sys_opts[@]}" "${sys_extra[@]}" \
     --source-lang "$SRC" --target-lang "$TGT" --share-all-embeddings --dropout "$DROPOUT" \

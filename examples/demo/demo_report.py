@@ -44,7 +44,8 @@ def docs_section(results: dict, images: str) -> str:
     rule = results.get("stopping")
     training = f"{s['max_update']} updates per model" if not rule else (
         f"every run validated every {rule['validate_every']} updates and stopped after {rule['patience']} "
-        f"validations without a new best validation loss, or at the cap of {rule['max_update']} updates")
+        f"validations without a new best {compare_report.rule_score(rule)}, or at the cap of {rule['max_update']} "
+        f"updates")
     subsets = []
     if results.get("subsets"):
         subsets = [compare_report.markdown(compare_report.subset_rows(results)), "",

@@ -1,6 +1,6 @@
 """The demo's commands and its training (run_demo.py steps 4-5): every model trained by
 fairseq-train under the recipes' stopping rule (examples/common/stopping.py: validation every
-N updates, fairseq's --patience on the validation loss, --max-update as the cap), `jobs` at a
+N updates, fairseq's --patience on the validation BLEU or loss, --max-update as the cap), `jobs` at a
 time, each with its own progress bar; what every run did is read back from its log."""
 
 import os
@@ -77,16 +77,18 @@ def system_args(system: registry.System, dims: Sequence[str]) -> List[str]:
 
 @dataclass(frozen=True)
 class Rule:
-    """The stopping rule every run trains under."""
+    """The stopping rule every run trains under (metric: stopping.METRICS)."""
     patience: int
     validate_every: int
     max_update: int
+    metric: str = "loss"
 
     def args(self) -> List[str]:
-        return stopping.fairseq_args(self.patience, self.validate_every, self.max_update)
+        return stopping.fairseq_args(self.patience, self.validate_every, self.max_update, self.metric)
 
-    def as_dict(self) -> Dict[str, int]:
-        return {"patience": self.patience, "validate_every": self.validate_every, "max_update": self.max_update}
+    def as_dict(self) -> Dict:
+        return {"patience": self.patience, "validate_every": self.validate_every, "max_update": self.max_update,
+                "metric": self.metric}
 
 
 @dataclass

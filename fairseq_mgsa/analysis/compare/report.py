@@ -176,9 +176,16 @@ def stopping_rule(results: dict) -> str:
     rule = results.get("stopping")
     if not rule:
         return ""
-    return (f" Every run validated every {rule['validate_every']} updates and stopped when its validation loss had "
+    score = rule_score(rule)
+    return (f" Every run validated every {rule['validate_every']} updates and stopped when its {score} had "
             f"not improved for {rule['patience']} validations in a row (fairseq's --patience), or at the cap of "
-            f"{rule['max_update']} updates; the checkpoint with the best validation loss was decoded.")
+            f"{rule['max_update']} updates; the checkpoint with the best {score} was decoded.")
+
+
+def rule_score(rule: dict) -> str:
+    """What the stopping rule watches (examples/common/stopping.py's metric)."""
+    return ("validation BLEU (greedy decoding, fairseq's --eval-bleu)" if rule.get("metric") == "bleu"
+            else "validation loss")
 
 
 def markdown_report(results: dict, plot_name: str = "bleu_by_ngram_order.png") -> str:

@@ -24,6 +24,7 @@ FIELD = re.compile(r"\s*([a-z_0-9]+)\s+([-+0-9.e]+|inf|nan)\s*")
 UPDATES = re.compile(r"\bnum_updates[ =](\d+)")
 DONE = re.compile(r"done training in ([\d.]+) seconds")
 PATIENCE = re.compile(r"'patience': (-?\d+)")
+METRIC = re.compile(r"'best_checkpoint_metric': '([^']+)'")
 
 
 @dataclass
@@ -32,14 +33,17 @@ class TrainLog:
     stop: str                        # a name of STOPS, 'max-epoch', or 'unfinished' (killed or running)
     stop_update: Optional[int]       # the last update the log reports
     best_loss: Optional[float]       # the lowest validation loss (fairseq's `loss`)
-    best_update: Optional[int]       # the update of that validation (the first of equal ones, as fairseq keeps it)
+    best_update: Optional[int]       # the update of the best validation by `metric` (the first of equal ones, as
+    #                                  fairseq keeps it)
     best_bleu: Optional[float]       # the highest validation BLEU (--eval-bleu)
     validations: int
     improving_at_end: Optional[bool]  # the last validation was a new best (None: no validation)
     patience: Optional[int]          # the run's --patience, from its logged configuration
-    recent_gain: Optional[float]     # best loss before the last `patience` validations minus the best loss
+    recent_gain: Optional[float]     # how much the best score improved over the last `patience` validations (loss: fell
+    #                                  by, bleu: rose by)
     train_minutes: Optional[float]   # fairseq's "done training" seconds summed over sessions (+ the clock of an
     #                                  unfinished one's lines)
+    metric: str = "loss"             # the run's --best-checkpoint-metric: loss, or bleu (lower / higher is better)
 
     @property
     def capped(self) -> bool:
@@ -125,13 +129,18 @@ def read_train_log(path: str) -> TrainLog:
         minutes = None if minutes is None and span is None else (minutes or 0.0) + (span or 0.0)
     patience = PATIENCE.findall(text)
     patience = int(patience[-1]) if patience else None
-    scored = [(v["loss"], int(v.get("num_updates", 0))) for v in valid if "loss" in v]
-    best_loss = best_update = gain = None
+    metrics = METRIC.findall(text)
+    metric = "bleu" if metrics and metrics[-1] == "bleu" else "loss"
+    # (score, update), lower is better: the BLEU negated; ties: the earlier update, as fairseq keeps the first best
+    scored = [(v[metric] if metric == "loss" else -v[metric], int(v.get("num_updates", 0)))
+              for v in valid if metric in v]
+    best_update = gain = None
     if scored:
-        best_loss, best_update = min(scored)  # ties: the earlier update, as fairseq keeps the first best
+        best, best_update = min(scored)
         if patience and patience > 0 and len(scored) > patience:
-            gain = min(loss for loss, _ in scored[:-patience]) - best_loss
+            gain = min(score for score, _ in scored[:-patience]) - best
+    losses = [v["loss"] for v in valid if "loss" in v]
     bleus = [v["bleu"] for v in valid if "bleu" in v]
-    return TrainLog(path, stop, int(updates[-1]) if updates else None, best_loss, best_update,
+    return TrainLog(path, stop, int(updates[-1]) if updates else None, min(losses) if losses else None, best_update,
                     max(bleus) if bleus else None, len(valid), improving_at_end(valid), patience, gain,
-                    None if minutes is None else round(minutes, 2))
+                    None if minutes is None else round(minutes, 2), metric)
