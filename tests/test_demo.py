@@ -93,6 +93,14 @@ def test_the_demo_runs_end_to_end_on_a_tiny_budget(tmp_path):
         assert run["stop"] == "max-update" and run["stopped_at_update"] == 12 and run["best_valid_loss"] > 0
         assert 0.0 <= run["best_valid_bleu"] <= 100.0
     assert "cut by cap" in proc.stdout and "at the cap of 12 updates" in proc.stdout
+    # where the time went, step by step, and the command with the options that shape the results
+    setup = results["setup"]
+    assert list(setup["step_minutes"]) == ["corpus and preprocessing", "parser (training, parsing, preprocessing)",
+                                           "training", "decoding", "scoring"]
+    assert sum(setup["step_minutes"].values()) <= setup["minutes"] + 0.3  # each rounded to 0.1
+    assert "--seeds 1" in setup["command"] and "--docs-dir" not in setup["command"]
+    assert f"minutes in all (corpus and preprocessing {setup['step_minutes']['corpus and preprocessing']}" in \
+        (docs / "demo.md").read_text()
     # the attachment-ambiguous test sentences: listed, scored apart, counted in the notes
     from mgsa_preprocess.synthetic import attachment_ambiguous
     trees = (work / "raw" / "test.src.tree").read_text().splitlines()

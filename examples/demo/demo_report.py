@@ -46,6 +46,8 @@ def docs_section(results: dict, images: str) -> str:
         f"every run validated every {rule['validate_every']} updates and stopped after {rule['patience']} "
         f"validations without a new best {compare_report.rule_score(rule)}, or at the cap of {rule['max_update']} "
         f"updates")
+    steps = s.get("step_minutes")
+    steps = f" ({', '.join(f'{name} {minutes}' for name, minutes in steps.items())})" if steps else ""
     subsets = []
     if results.get("subsets"):
         subsets = [compare_report.markdown(compare_report.subset_rows(results)), "",
@@ -54,8 +56,8 @@ def docs_section(results: dict, images: str) -> str:
         DOCS_START,
         f"Last run (`{s['command']}`): {s['train_sentences']} training and {s['test_sentences']} test sentences "
         f"from the grammar, {training}, training seeds {', '.join(map(str, s['seeds']))}, "
-        f"{s['minutes']} minutes in all ({s['jobs']} models trained at once, so speeds are a rough guide: "
-        f"`benchmarks/bench_training.py` times the systems on identical batches).",
+        f"{s['minutes']} minutes in all{steps}, {s['jobs']} models trained at once (so speeds are a rough "
+        f"guide: `benchmarks/bench_training.py` times the systems on identical batches).",
         *parser_text,
         "",
         compare_report.markdown(compare_report.rows(results)),

@@ -159,6 +159,10 @@ def main(argv=None):
                    help="(maintainer) rewrite docs/demo.md's results section and docs/demo/*.png from this run")
     p.add_argument("--docs-dir", default=os.path.join(ROOT, "docs"), help="with --update-docs: the docs folder")
     a = p.parse_args(argv)
+    # the options that shape the results, as the docs' "Last run" line shows them (not where files go)
+    given = list(sys.argv[1:] if argv is None else argv)
+    a.command_args = [x for i, x in enumerate(given) if x not in ("--update-docs", "--docs-dir", "--workdir")
+                      and (i == 0 or given[i - 1] not in ("--docs-dir", "--workdir"))]
     if a.max_update is None:
         a.max_update = FULL_MAX_UPDATE if a.full else MAX_UPDATE
     for name in ("train_size", "test_size", "max_update", "validate_every", "patience", "jobs"):
@@ -265,6 +269,11 @@ def decode(a, rows, seeds, trained, data, logs):
 
 def run_demo(a, rows, seeds, rule):
     start = time.time()
+    clock = {}  # the minutes of each step, for the table's notes: where the time goes
+
+    def lap(step, since):
+        clock[step] = round((time.time() - since) / 60, 1)
+        return time.time()
     work = os.path.abspath(a.workdir)
     raw, logs = os.path.join(work, "raw"), os.path.join(work, "logs")
     data = {None: os.path.join(work, "data-bin"), "gold": os.path.join(work, "data-bin")}
@@ -274,12 +283,14 @@ def run_demo(a, rows, seeds, rule):
     print(f"[demo] 2/6 mgsa-preprocess --trees-suffix tree -> {data['gold']}", flush=True)
     shutil.rmtree(data["gold"], ignore_errors=True)
     preprocess(raw, data["gold"], os.path.join(logs, "preprocess.log"), "--trees-suffix", "tree")
+    t = lap("corpus and preprocessing", start)
 
     parser = None
     if any("parser" in (row.train_trees, row.test_trees) for row in rows.values()):
         data["parser"], parser = train_parser(a, raw, work, data["gold"], logs)
         print(f"[demo] parser: labeled bracket F1 {parser['test']['f1']:.2f} on the test set "
               f"(trained in {parser['train_minutes']} min, {parser['megabytes']} MB)", flush=True)
+        t = lap("parser (training, parsing, preprocessing)", t)
 
     # one model per system, training trees and seed; all of them trained `--jobs` at a time
     models = {}
@@ -291,7 +302,9 @@ def run_demo(a, rows, seeds, rule):
     print(f"[demo] 4/6 {len(models)} models: validation every {rule.validate_every} updates, a stop after "
           f"{rule.patience} without a new best validation {rule.metric}, the cap at {rule.max_update} updates", flush=True)
     trained = training.train_all(models, data, work, logs, rule, SMALL, a.jobs)
+    t = lap("training", t)
     runs, refs = decode(a, rows, seeds, trained, data, logs)
+    t = lap("decoding", t)
 
     print("[demo] 6/6 scoring (mgsa-compare: sacrebleu, paired bootstrap against the baseline) and plots", flush=True)
     results = compare.compare(runs, refs, BASELINE, a.bootstrap_samples)
@@ -299,11 +312,12 @@ def run_demo(a, rows, seeds, rule):
     others = sorted(set(range(1, len(refs) + 1)) - set(ambiguous))
     results["subsets"] = {name: compare.subset(runs, refs, lines, SUBSETS[name])
                           for name, lines in (("ambiguous", ambiguous), ("unambiguous", others))}
+    lap("scoring", t)
     results["setup"] = {
         "train_sentences": a.train_size, "test_sentences": a.test_size, "max_update": a.max_update,
         "seeds": seeds, "data_seed": a.data_seed, "jobs": a.jobs, "dims": " ".join(SMALL),
-        "minutes": round((time.time() - start) / 60, 1),
-        "command": "python examples/demo/run_demo.py" + (" --full" if a.full else ""),
+        "minutes": round((time.time() - start) / 60, 1), "step_minutes": clock,
+        "command": " ".join(["python examples/demo/run_demo.py", *a.command_args]),
     }
     if parser is not None:
         results["parser"] = parser
