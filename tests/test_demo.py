@@ -20,7 +20,9 @@ def results_of(**hyps):
     runs = {name: compare.Runs(name, name.upper(), [h]) for name, h in hyps.items()}
     results = compare.compare(runs, REFS, "base", 50)
     results["setup"] = {"train_sentences": 10, "test_sentences": len(REFS), "max_update": 5, "seeds": [1],
-                        "minutes": 0.1, "jobs": 2, "command": "python examples/demo/run_demo.py"}
+                        "minutes": 0.1, "jobs": 2, "threads": 1,
+                        "load_average": {"start": [0.5, 0.4, 0.3], "end": [2.1, 1.9, 1.2]},
+                        "command": "python examples/demo/run_demo.py"}
     results["stopping"] = {"patience": 3, "validate_every": 2, "max_update": 5}
     ambiguous = [i for i in range(1, len(REFS) + 1) if i % 4 == 0]
     results["subsets"] = {"ambiguous": compare.subset(runs, REFS, ambiguous, "every fourth line")}
@@ -42,6 +44,9 @@ def test_docs_section_is_rewritten_in_place(tmp_path):
     assert "| OTHER | 100.00 | 100.0 | 100.00 | 100.0 |" in once
     assert "15 of the 60 test sentences (25.0%) are ambiguous: every fourth line." in once
     assert "![BLEU by n-gram order](demo/bleu_by_ngram_order.png)" in once
+    # what the minutes were measured under
+    assert ("2 models trained at once with 1 thread each, the machine's load average 0.5 0.4 0.3 at the start "
+            "and 2.1 1.9 1.2 at the end") in once
     demo_report.update_docs(str(docs), results, "demo")
     assert docs.read_text() == once
     docs.write_text("no markers\n")
@@ -162,6 +167,7 @@ def test_the_full_demo_puts_syntactic_mgsa_significantly_ahead(tmp_path):
     (["--patience", "0"], "--patience must be at least 1 (got 0)"),
     (["--validate-every", "-5"], "--validate-every must be at least 1 (got -5)"),
     (["--max-update", "0"], "--max-update must be at least 1 (got 0)"),
+    (["--threads", "0"], "--threads must be at least 1 (got 0)"),
     (["--seeds", "1,x"], "--seeds '1,x': comma-separated integers expected"),
     (["--seeds", "2,2"], "--seeds '2,2': at least one seed, each once"),
 ])

@@ -48,6 +48,10 @@ def docs_section(results: dict, images: str) -> str:
         f"updates")
     steps = s.get("step_minutes")
     steps = f" ({', '.join(f'{name} {minutes}' for name, minutes in steps.items())})" if steps else ""
+    threads = f" with {s['threads']} thread{'s' if s['threads'] != 1 else ''} each" if s.get("threads") else ""
+    load = s.get("load_average")
+    load = (f", the machine's load average {' '.join(map(str, load['start']))} at the start and "
+            f"{' '.join(map(str, load['end']))} at the end (1, 5, 15 minutes)") if load else ""
     subsets = []
     if results.get("subsets"):
         subsets = [compare_report.markdown(compare_report.subset_rows(results)), "",
@@ -56,8 +60,8 @@ def docs_section(results: dict, images: str) -> str:
         DOCS_START,
         f"Last run (`{s['command']}`): {s['train_sentences']} training and {s['test_sentences']} test sentences "
         f"from the grammar, {training}, training seeds {', '.join(map(str, s['seeds']))}, "
-        f"{s['minutes']} minutes in all{steps}, {s['jobs']} models trained at once (so speeds are a rough "
-        f"guide: `benchmarks/bench_training.py` times the systems on identical batches).",
+        f"{s['minutes']} minutes in all{steps}, {s['jobs']} models trained at once{threads}{load} (so speeds are a "
+        f"rough guide: `benchmarks/bench_training.py` times the systems on identical batches).",
         *parser_text,
         "",
         compare_report.markdown(compare_report.rows(results)),

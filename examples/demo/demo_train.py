@@ -120,11 +120,17 @@ def train_one(data: str, system: str, seed: int, save: str, log: str, rule: Rule
     return Trained(save, log, seconds, compare.read_valid_curve(log), compare.read_params(log), stop)
 
 
+def threads_per_job(jobs: int, threads: Optional[int] = None) -> int:
+    """The CPU threads of each of `jobs` training jobs: `threads`, or the cores shared out."""
+    return threads or max(1, (os.cpu_count() or 1) // jobs)
+
+
 def train_all(models: Dict[Tuple[str, Optional[str], int], str], data: Dict[Optional[str], str], work: str,
-              logs: str, rule: Rule, dims: Sequence[str], jobs: int) -> Dict[Tuple, Trained]:
+              logs: str, rule: Rule, dims: Sequence[str], jobs: int,
+              threads: Optional[int] = None) -> Dict[Tuple, Trained]:
     """Every model of `models` ((system, training trees, seed) -> run name), `jobs` at a time
-    with (cores / jobs) threads each."""
-    threads = max(1, (os.cpu_count() or 1) // jobs)
+    with `threads` threads each (default: cores / jobs)."""
+    threads = threads_per_job(jobs, threads)
     positions = queue.Queue()  # a free line of the terminal for each running job's progress bar
     for i in range(jobs):
         positions.put(i)

@@ -151,6 +151,9 @@ def main(argv=None):
     p.add_argument("--jobs", type=int, default=JOBS,
                    help=f"models trained at once, with (CPU cores / jobs) threads each (default {JOBS}; results do "
                         f"not depend on it)")
+    p.add_argument("--threads", type=int,
+                   help="CPU threads of each training job (default: CPU cores / jobs); --jobs 1 --threads 1 runs on "
+                        "one core, for a machine shared with other work")
     p.add_argument("--bootstrap-samples", type=int, default=1000)
     p.add_argument("--parser-epochs", type=int, default=3,
                    help="mgsa-train-parser --parser-epochs (its default, 20, is for a few hundred trees)")
@@ -165,8 +168,8 @@ def main(argv=None):
                       and (i == 0 or given[i - 1] not in ("--docs-dir", "--workdir"))]
     if a.max_update is None:
         a.max_update = FULL_MAX_UPDATE if a.full else MAX_UPDATE
-    for name in ("train_size", "test_size", "max_update", "validate_every", "patience", "jobs"):
-        if getattr(a, name) < 1:
+    for name in ("train_size", "test_size", "max_update", "validate_every", "patience", "jobs", "threads"):
+        if getattr(a, name) is not None and getattr(a, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be at least 1 (got {getattr(a, name)})")
     try:
         systems = registry.select(a.systems or ("" if a.full else DEFAULT_SYSTEMS))
@@ -268,7 +271,7 @@ def decode(a, rows, seeds, trained, data, logs):
 
 
 def run_demo(a, rows, seeds, rule):
-    start = time.time()
+    start, load_at_start = time.time(), os.getloadavg()  # the machine's load: other work skews the minutes
     clock = {}  # the minutes of each step, for the table's notes: where the time goes
 
     def lap(step, since):
@@ -301,7 +304,7 @@ def run_demo(a, rows, seeds, rule):
             models.setdefault((row.system, row.train_trees, seed), run_name)
     print(f"[demo] 4/6 {len(models)} models: validation every {rule.validate_every} updates, a stop after "
           f"{rule.patience} without a new best validation {rule.metric}, the cap at {rule.max_update} updates", flush=True)
-    trained = training.train_all(models, data, work, logs, rule, SMALL, a.jobs)
+    trained = training.train_all(models, data, work, logs, rule, SMALL, a.jobs, a.threads)
     t = lap("training", t)
     runs, refs = decode(a, rows, seeds, trained, data, logs)
     t = lap("decoding", t)
@@ -315,8 +318,9 @@ def run_demo(a, rows, seeds, rule):
     lap("scoring", t)
     results["setup"] = {
         "train_sentences": a.train_size, "test_sentences": a.test_size, "max_update": a.max_update,
-        "seeds": seeds, "data_seed": a.data_seed, "jobs": a.jobs, "dims": " ".join(SMALL),
+        "seeds": seeds, "data_seed": a.data_seed, "jobs": a.jobs, "threads": training.threads_per_job(a.jobs, a.threads), "dims": " ".join(SMALL),
         "minutes": round((time.time() - start) / 60, 1), "step_minutes": clock,
+        "load_average": {"start": [round(x, 2) for x in load_at_start], "end": [round(x, 2) for x in os.getloadavg()]},
         "command": " ".join(["python examples/demo/run_demo.py", *a.command_args]),
     }
     if parser is not None:
