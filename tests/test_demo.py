@@ -45,8 +45,8 @@ def test_docs_section_is_rewritten_in_place(tmp_path):
     assert "15 of the 60 test sentences (25.0%) are ambiguous: every fourth line." in once
     assert "![BLEU by n-gram order](demo/bleu_by_ngram_order.png)" in once
     # what the minutes were measured under
-    assert ("2 models trained at once with 1 thread each, the machine's load average 0.5 0.4 0.3 at the start "
-            "and 2.1 1.9 1.2 at the end") in once
+    assert ("2 models trained at once with 1 thread each, the machine's load average (1, 5, 15 min) 0.5 0.4 0.3 "
+            "at the start and 2.1 1.9 1.2 at the end") in once
     demo_report.update_docs(str(docs), results, "demo")
     assert docs.read_text() == once
     docs.write_text("no markers\n")

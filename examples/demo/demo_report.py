@@ -50,8 +50,8 @@ def docs_section(results: dict, images: str) -> str:
     steps = f" ({', '.join(f'{name} {minutes}' for name, minutes in steps.items())})" if steps else ""
     threads = f" with {s['threads']} thread{'s' if s['threads'] != 1 else ''} each" if s.get("threads") else ""
     load = s.get("load_average")
-    load = (f", the machine's load average {' '.join(map(str, load['start']))} at the start and "
-            f"{' '.join(map(str, load['end']))} at the end (1, 5, 15 minutes)") if load else ""
+    load = (f", the machine's load average (1, 5, 15 min) {' '.join(map(str, load['start']))} at the start and "
+            f"{' '.join(map(str, load['end']))} at the end") if load else ""
     subsets = []
     if results.get("subsets"):
         subsets = [compare_report.markdown(compare_report.subset_rows(results)), "",
