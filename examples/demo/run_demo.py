@@ -149,8 +149,8 @@ def main(argv=None):
                         f"bootstrap on each seed pair and pooled")
     p.add_argument("--data-seed", type=int, default=1, help="seed of the generated corpus")
     p.add_argument("--jobs", type=int, default=JOBS,
-                   help=f"models trained at once, with (CPU cores / jobs) threads each (default {JOBS}; results do "
-                        f"not depend on it)")
+                   help=f"models trained at once, with --threads threads each (default {JOBS}; results do not "
+                        f"depend on it)")
     p.add_argument("--threads", type=int,
                    help="CPU threads of each training job (default: CPU cores / jobs); --jobs 1 --threads 1 runs on "
                         "one core, for a machine shared with other work")
