@@ -130,6 +130,24 @@ def test_compare_mt_html_shows_every_systems_examples_escaped(refs, tmp_path, mo
     assert "&lt;unk&gt;" in examples and "<unk>" not in html
 
 
+def test_compare_mt_report_of_more_systems_than_its_eight_bar_colours(refs, tmp_path, monkeypatch):
+    """The demo's --full compares 12 rows: compare-mt's bar charts colour each system from a list of 8
+    and failed past it (IndexError at the end of an 80-minute run); every system now gets a bar."""
+    from compare_mt import reporters
+    monkeypatch.setattr(reporters, "bar_colors", list(reporters.bar_colors))  # the module's list, restored after
+    ref = write(tmp_path / "ref.txt", refs)
+    names = [f"s{i}" for i in range(12)]
+    args = ["--ref", ref, "--out", "out", "--bootstrap-samples", "10"]
+    for i, name in enumerate(names):
+        args += ["--system", f"{name}={write(tmp_path / (name + '.txt'), corrupt(refs, 0.05 + 0.02 * i, i))}"]
+    monkeypatch.chdir(tmp_path)
+    assert cmp.main(args) == 0
+    html = (tmp_path / "out" / "compare-mt" / "index.html").read_text()
+    for name in names[1:]:  # every system against the baseline (the first) in the examples
+        assert re.search(rf"sentences where {name}(&gt;|>){names[0]} at", html)
+    assert len(set(reporters.bar_colors[:12])) == 12  # twelve bars of twelve colours
+
+
 def test_subset_scores_are_sacrebleus_on_the_selected_lines(refs):
     """BLEU and exact match on a subset of the test set (the demo's ambiguous sentences, issue 29)
     against sacrebleu's corpus_bleu on the lines picked here, and the table that shows them."""

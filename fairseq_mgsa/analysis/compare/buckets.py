@@ -48,6 +48,12 @@ def write(systems: Dict, refs: List[str], baseline: str, out: str, lowercase: bo
     # compare-mt keeps the system names and figure size as module globals (as its own main does)
     reporters.sys_names = [systems[n].label for n in names]
     reporters.fig_size = (6.0, 4.5)
+    # its bar charts take each system's colour from a list of 8 (reporters.bar_colors) and fail past
+    # it (the demo's --full compares 12 rows): the list is extended with matplotlib's tab20 colours
+    if len(names) > len(reporters.bar_colors):
+        from matplotlib import colormaps, colors
+        palette = list(reporters.bar_colors) + [colors.to_hex(c) for c in colormaps["tab20"].colors]
+        reporters.bar_colors = [palette[i % len(palette)] for i in range(len(names))]
     directions = ";".join(f"0-{i}" for i in range(1, len(names)))  # every system against the baseline
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "report.txt"), "w") as text, contextlib.redirect_stdout(text):
