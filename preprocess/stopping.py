@@ -1,14 +1,19 @@
-"""When mgsa-train-parser's tagger and parser stop: on a plateau of the dev score, or at a time cap.
+"""When mgsa-train-parser's tagger and parser stop: on a plateau of the dev score, at their step or
+epoch cap, or at a time cap when the user asks for one.
 
-A fixed number of steps or epochs fits one treebank only (the old defaults, chosen on a
-generated treebank, stopped a real one's tagger at 87% while it was still rising); a
-plateau rule fits each. Both trainers save the model at each new best dev score, so
-stopping keeps the best one. The rule is checked after each dev evaluation:
+A plateau rule fits each treebank; the caps in steps and epochs bound the time a run may take,
+and stop it at the same point whatever the machine's load (a wall-clock cap made the model
+depend on how busy the machine was: docs/benchmarks-parser.md). Both trainers save the model at
+each new best dev score, so stopping keeps the best one. The rule is checked after each dev
+evaluation:
 
 * patience: the best score is `patience` evaluations old (a new best must beat the old by
   `min_delta`, so that a crawl of +0.01 does not keep a run going for ever);
-* time cap: one more evaluation interval, as long as the last one, would end past `max_seconds`
-  (counted from the rule's creation).
+* time cap, only with `max_seconds`: one more evaluation interval, as long as the last one,
+  would end past `max_seconds` (counted from the rule's creation).
+
+A cap (of steps, epochs or time) that ends training before the plateau is reached is reported:
+`cut_while_rising` says so, and mgsa-train-parser warns.
 
 The tagger (stanza.models.tagger) has a step-based stop of its own, but it cannot print
 progress, has no time cap, and first switches optimizer; the parser has none. So the rule is
@@ -38,6 +43,7 @@ class Plateau:
         self._last = self.start
         self.best_index = None  # 0-based index of the best score so far
         self.reason = None  # why it stopped, once it has
+        self.stopped_by = None  # "patience" or "time cap", once the rule fired
 
     @property
     def best(self):
@@ -53,12 +59,23 @@ class Plateau:
         self.seconds.append(round(elapsed, 1))
         since_best = len(self.scores) - 1 - self.best_index
         if len(self.scores) >= self.min_evals and since_best >= self.patience:
+            self.stopped_by = "patience"
             self.reason = (f"no dev score {self.min_delta} above the best ({self.best:.2f}, evaluation "
                            f"{self.best_index + 1}) in {since_best} evaluations")
         elif self.max_seconds is not None and elapsed + interval > self.max_seconds:
+            self.stopped_by = "time cap"
             self.reason = (f"time cap: another evaluation interval (about {duration(interval)}) would end past "
                            f"{duration(self.max_seconds)}")
         return self.reason is not None
+
+    def cut_while_rising(self) -> bool:
+        """True when training ended (by a cap: the rule's time cap, or the trainer's own step or
+        epoch limit) before the patience rule could call it a plateau: a new best among the last
+        `patience` scores, or fewer scores than `min_evals`, the least the rule judges on."""
+        if self.stopped_by == "patience" or not self.scores:
+            return False
+        since_best = len(self.scores) - 1 - self.best_index
+        return since_best < self.patience or len(self.scores) < self.min_evals
 
 
 @contextlib.contextmanager

@@ -10,9 +10,15 @@ Steps: the trees are read and normalised (preprocess/treebank.py); word vectors 
 learned from --wordvec-text, read from --wordvec, or random (preprocess/word_vectors.py);
 stanza's tagger learns the treebank's tags (as XPOS) and stanza's constituency parser
 learns the trees, retagged by that tagger as they will be at parsing time, each until its
-dev score stops improving or its time cap (preprocess/stopping.py); the directory is then
-loaded as a stanza pipeline, exactly as mgsa-preprocess loads it, and scored on the dev
-set (and --test), by the project's scorer and under evalb's convention (parser_eval.py).
+dev score stops improving or its step (epoch) cap, and a time cap only where one is asked for
+(preprocess/stopping.py); the directory is then loaded as a stanza pipeline, exactly as
+mgsa-preprocess loads it, and scored on the dev set (and --test), by the project's scorer and
+under evalb's convention (parser_eval.py). A cap that ends training while the dev score still
+rises is a warning, in the final line and in the record (`warnings`).
+
+Every input is read and checked before anything is written; the new model is built in
+OUT/partial/ and replaces the one in OUT (if any) only once it is complete and scored, so a
+failed or stopped run leaves the old model usable.
 
 stanza's trainers run in this process (their ``main(argv)``, the code behind
 ``python -m stanza.models.tagger`` / ``python -m stanza.models.constituency_parser``)
@@ -26,21 +32,25 @@ line each, also under --quiet: preprocess/stanza_offline.py.
 import argparse
 import logging
 import os
+import shutil
 import sys
 import time
 
 from .errors import PreprocessError
-from .stanza_model import FILES, model_files, write_record
+from .stanza_model import FILES, RECORD, model_files, write_record
 from .stanza_offline import EpochProgress, stanza_offline
 from .stopping import Plateau, StopTraining, tagger_stopping
 from .treebank import check_dev_labels, read_treebank, write_conllu
-from .word_vectors import check_text, random_vectors, train_word2vec, write_pretrain
+from .word_vectors import check_text, check_vectors, random_vectors, train_word2vec, write_pretrain
+
+PARTIAL = "partial"  # OUT/partial/: the model being trained, moved into OUT once complete
+TAGGER_EVALS = 10  # the tagger's default step cap, in dev evaluations (tagger_schedule)
+
 
 def default_parser_epochs(train_trees: int, batch_size: int) -> int:
     """At most about 4,000 updates, 4 to 20 epochs (13 for the WSJ sample's 3,114 trees). stanza's
     multistage training switches optimizer after half of them; on the WSJ sample its first stage
-    gained 2-3 F1 an epoch up to the switch and the second about 1, so the switch stays late and the
-    time cap usually ends the second stage (docs/benchmarks-parser.md)."""
+    gained 2-3 F1 an epoch up to the switch and the second about 1 (docs/benchmarks-parser.md)."""
     return min(20, max(4, round(4000 * batch_size / train_trees)))
 
 
@@ -51,8 +61,10 @@ def get_parser():
                     "one directory that mgsa-preprocess --parser stanza --stanza-dir DIR and fairseq-interactive "
                     "--stanza-dir DIR load. Defaults chosen on the Penn Treebank's WSJ sample (3,114 training trees; "
                     "docs/benchmarks-parser.md): a small model (hidden size 64, the tagger's 128); the tagger and the parser each "
-                    "trained until their dev score stops improving or their time cap, keeping the best; one "
-                    "progress line per dev evaluation.")
+                    "trained until their dev score stops improving or their step (epoch) cap, keeping the best, so "
+                    "that the model does not depend on the machine's load; a time cap only when asked for; one "
+                    "progress line per dev evaluation. The model in --out is replaced only once the new one is "
+                    "complete.")
     p.add_argument("--train", required=True, metavar="FILE", help="training trees (bracketed, a tree may span lines)")
     p.add_argument("--dev", required=True, metavar="FILE", help="dev trees: model selection and the reported score")
     p.add_argument("--test", metavar="FILE", help="test trees: the final model is scored on them too (record 'test')")
@@ -67,7 +79,9 @@ def get_parser():
     p.add_argument("--wordvec-dim", type=int,
                    help="dimension of the learned or random vectors (default: 100 learned, 50 random)")
     p.add_argument("--wordvec-epochs", type=int, default=10, help="word2vec passes over the text (default: 10)")
-    p.add_argument("--tagger-steps", type=int, default=5000, help="tagger updates at most (default: 5000)")
+    p.add_argument("--tagger-steps", type=int,
+                   help=f"tagger updates at most (default: {TAGGER_EVALS} evaluation intervals, each one pass over "
+                        f"the training sentences, at most 500 steps: 980 steps on the WSJ sample's 3,114 trees)")
     p.add_argument("--tagger-batch-size", type=int, default=32, help="sentences per tagger update (default: 32; "
                                                                      "stanza's: 250)")
     p.add_argument("--tagger-lr", type=float, default=0.01, help="tagger learning rate (default: 0.01; stanza's: "
@@ -75,7 +89,7 @@ def get_parser():
     p.add_argument("--tagger-hidden-size", type=int,
                    help="hidden size of the tagger's layers (default: twice --hidden-size, 128). At 64 with dropout "
                         "0.5 the tagger stopped at 93%% dev accuracy on the WSJ sample; at 128 with dropout 0.25, "
-                        "95.7%% in the same 7 minutes (docs/benchmarks-parser.md)")
+                        "95.7%% in as many steps (docs/benchmarks-parser.md)")
     p.add_argument("--tagger-dropout", type=float, default=0.25,
                    help="dropout of the tagger's layers (default: 0.25; stanza's: 0.5)")
     p.add_argument("--tagger-word-cutoff", type=int, default=1,
@@ -87,8 +101,9 @@ def get_parser():
                         "at most 500 and at most a quarter of --tagger-steps)")
     p.add_argument("--tagger-patience", type=int, default=3,
                    help="stop the tagger after this many dev evaluations without a new best (default: 3)")
-    p.add_argument("--tagger-minutes", type=float, default=7,
-                   help="time cap of the tagger: no evaluation interval starts that would end past it (default: 7)")
+    p.add_argument("--tagger-minutes", type=float,
+                   help="a time cap for the tagger: no evaluation interval starts that would end past it (default: "
+                        "none: the model then depends on the machine's speed and load)")
     p.add_argument("--parser-batch-size", type=int, default=10,
                    help="trees per parser update (default: 10; stanza's: 30). 50 made an epoch of 3,000 trees 1.5 "
                         "times faster but learned less per epoch: a lower dev F1 at the same time "
@@ -100,9 +115,9 @@ def get_parser():
     p.add_argument("--parser-patience", type=int, default=3,
                    help="stop the parser after this many epochs without a new best dev F1, counted from stanza's "
                         "optimizer switch at half of --parser-epochs (default: 3)")
-    p.add_argument("--parser-minutes", type=float, default=20,
-                   help="time cap of the parser, its setup included: no epoch starts that would end past it "
-                        "(default: 20)")
+    p.add_argument("--parser-minutes", type=float,
+                   help="a time cap for the parser, its setup included: no epoch starts that would end past it "
+                        "(default: none: the model then depends on the machine's speed and load)")
     p.add_argument("--one-word-constituents", choices=["keep", "collapse"], default="keep",
                    help="constituents over a single word, (NP (PRP it)): the parser learns them (keep, the default: "
                         "as published parsers do, so that its evalb-convention F1 compares with theirs), or learns the "
@@ -138,12 +153,14 @@ def _check(a):
     if not 0 <= a.tagger_dropout < 1:
         raise PreprocessError(f"--tagger-dropout must be in [0, 1) (got {a.tagger_dropout})")
     for name in ("tagger_minutes", "parser_minutes"):
-        if getattr(a, name) <= 0:
+        if getattr(a, name) is not None and getattr(a, name) <= 0:
             raise PreprocessError(f"--{name.replace('_', '-')} must be positive (got {getattr(a, name)})")
+    if os.path.exists(a.out) and not os.path.isdir(a.out):
+        raise PreprocessError("--out must name a directory (the model's), but this is a file", a.out)
     if a.wordvec_text:
         check_text(a.wordvec_text)
-    if a.wordvec and not os.path.isfile(a.wordvec):
-        raise PreprocessError("word vector file not found", a.wordvec)
+    if a.wordvec:
+        check_vectors(a.wordvec)
     if a.test:
         read_treebank(a.test)  # a bad test file fails now, not after the training
 
@@ -179,23 +196,34 @@ def tagger_hidden_size(a) -> int:
     return a.tagger_hidden_size or 2 * a.hidden_size
 
 
+def tagger_schedule(a, train_trees: int):
+    """(steps between dev evaluations, steps at most) of the tagger. By default an evaluation after
+    each pass over the training sentences (at most 500 steps) and TAGGER_EVALS of them: 980 steps
+    on the WSJ sample (3,114 sentences in batches of 32), as many as the old 7-minute cap gave it,
+    where the tagger reached 95.7% dev accuracy (docs/benchmarks-parser.md). With --tagger-steps,
+    at least 4 evaluations in them."""
+    one_pass = -(-train_trees // a.tagger_batch_size)
+    if a.tagger_steps is None:
+        interval = a.tagger_eval_interval or min(500, one_pass)
+        return interval, TAGGER_EVALS * interval
+    return a.tagger_eval_interval or max(1, min(500, one_pass, a.tagger_steps // 4)), a.tagger_steps
+
+
 def train_tagger(a, data, files, common, hidden, record) -> None:
     from stanza.models import tagger
 
-    # one pass over the training sentences, at most 500 steps, at least 4 evaluations by --tagger-steps
-    interval = a.tagger_eval_interval or max(1, min(500, -(-record["train_trees"] // a.tagger_batch_size),
-                                                    a.tagger_steps // 4))
-    rule = Plateau(a.tagger_patience, 60 * a.tagger_minutes)
+    interval, steps = tagger_schedule(a, record["train_trees"])
+    rule = Plateau(a.tagger_patience, a.tagger_minutes and 60 * a.tagger_minutes)
     _stage(3, f"POS tagger: stanza.models.tagger, batches of {a.tagger_batch_size} sentences, dev accuracy every "
-              f"{interval} steps, until {a.tagger_patience} evaluations bring no new best, {a.tagger_steps} steps "
-              f"or {a.tagger_minutes:g} minutes")
+              f"{interval} steps, until {a.tagger_patience} evaluations bring no new best or {steps} steps"
+              + (f" or {a.tagger_minutes:g} minutes" if a.tagger_minutes else ""))
     t0 = time.time()
     try:
-        with tagger_stopping(rule, interval, a.tagger_steps):
+        with tagger_stopping(rule, interval, steps):
             tagger.main(["--mode", "train", "--train_file", data["train"][1], "--eval_file", data["dev"][1],
                          "--output_file", os.path.join(a.work, "dev.pred.conllu"), "--save_name", FILES["pos"],
-                         "--max_steps", str(a.tagger_steps), "--eval_interval", str(interval), "--fix_eval_interval",
-                         "--max_steps_before_stop", str(a.tagger_steps + 1), "--no_second_optim",
+                         "--max_steps", str(steps), "--eval_interval", str(interval), "--fix_eval_interval",
+                         "--max_steps_before_stop", str(steps + 1), "--no_second_optim",
                          "--batch_size", str(a.tagger_batch_size), "--lr", str(a.tagger_lr),
                          "--word_cutoff", str(a.tagger_word_cutoff),
                          "--dropout", str(a.tagger_dropout),
@@ -204,13 +232,22 @@ def train_tagger(a, data, files, common, hidden, record) -> None:
                          "--log_step", str(interval)] + common)
     except StopTraining:
         pass
-    record["tagger"] = {"seconds": round(time.time() - t0, 1), "eval_interval": interval, "stopped": rule.reason,
+    best_step = (rule.best_index + 1) * interval if rule.scores else None
+    cap = "the time cap (--tagger-minutes)" if rule.stopped_by == "time cap" else \
+        f"the step cap ({steps} steps, --tagger-steps)"
+    record["tagger"] = {"seconds": round(time.time() - t0, 1), "eval_interval": interval, "max_steps": steps,
+                        "stopped": rule.reason or f"step cap: {steps} steps (--tagger-steps)",
                         "dev_accuracy": [round(x, 2) for x in rule.scores], "dev_seconds": rule.seconds,
-                        "best_step": (rule.best_index + 1) * interval if rule.scores else None}
+                        "best_step": best_step}
     record["tagger_seconds"] = record["tagger"]["seconds"]
+    if rule.cut_while_rising():
+        record["warnings"].append(
+            f"{cap} stopped the tagger while its dev accuracy still rose (best {rule.best:.2f} at step {best_step}, "
+            f"{len(rule.scores) - 1 - rule.best_index} evaluations before the last; patience {a.tagger_patience}): "
+            f"more steps may give better tags")
 
 
-def train_parser(a, data, files, common, hidden, record) -> None:
+def train_parser(a, data, model_dir, files, common, hidden, record) -> None:
     from stanza.models import constituency_parser
     from stanza.utils.constituency import condense_output_layers
 
@@ -219,13 +256,15 @@ def train_parser(a, data, files, common, hidden, record) -> None:
     record.update(parser_batch_size=batch, parser_epochs_planned=epochs)
     _stage(4, f"constituency parser: stanza.models.constituency_parser, at most {epochs} epochs of "
               f"{record['train_trees']} trees in batches of {batch} (optimizer switch after {epochs // 2}), until "
-              f"{a.parser_patience} epochs bring no new best or {a.parser_minutes:g} minutes; dev F1 by "
-              f"mgsa_preprocess.bracket_score")
+              f"{a.parser_patience} epochs bring no new best"
+              + (f" or {a.parser_minutes:g} minutes" if a.parser_minutes else "")
+              + "; dev F1 by mgsa_preprocess.bracket_score")
     t0 = time.time()
-    rule = Plateau(a.parser_patience, 60 * a.parser_minutes, min_evals=epochs // 2 + a.parser_patience)
+    rule = Plateau(a.parser_patience, a.parser_minutes and 60 * a.parser_minutes,
+                   min_evals=epochs // 2 + a.parser_patience)
     progress = EpochProgress(epochs, jsonl=os.path.join(a.work, "parser_epochs.jsonl"), rule=rule)
     try:
-        with stanza_offline(a.out, progress):
+        with stanza_offline(model_dir, progress):
             constituency_parser.main(
                 ["--mode", "train", "--train_file", data["train"][0], "--eval_file", data["dev"][0],
                  "--save_name", FILES["constituency"], "--epochs", str(epochs), "--epoch_size", "0",
@@ -237,9 +276,62 @@ def train_parser(a, data, files, common, hidden, record) -> None:
     record["parser_seconds"] = round(time.time() - t0, 1)
     record["parser_setup_seconds"] = progress.setup_seconds  # reading, retagging, building the model
     record["parser_epochs"] = progress.rows
-    record["parser_stopped"] = rule.reason
+    record["parser_stopped"] = rule.reason or f"epoch cap: {epochs} epochs (--parser-epochs)"
     best = max(progress.rows, key=lambda r: r["dev_f1"]) if progress.rows else None
     record["parser_best_epoch"] = best and best["epoch"]
+    if rule.cut_while_rising():
+        cap = "the time cap (--parser-minutes)" if rule.stopped_by == "time cap" else \
+            f"the epoch cap ({epochs} epochs, --parser-epochs)"
+        record["warnings"].append(
+            f"{cap} stopped the parser after epoch {len(rule.scores)} while its dev F1 still rose (best "
+            f"{rule.best:.2f} at epoch {rule.best_index + 1}; patience {a.parser_patience}"
+            + (f", judged from epoch {rule.min_evals}" if len(rule.scores) < rule.min_evals else "")
+            + "): more epochs may give a better parser")
+
+
+def read_inputs(a):
+    """The training and dev trees, read and checked (dev labels the training trees lack) before
+    anything is written."""
+    keep = a.one_word_constituents == "keep"
+    train_trees, train_stats = read_treebank(a.train, keep)
+    dev_trees, dev_stats = read_treebank(a.dev, keep)
+    n_dev = len(dev_trees)
+    dev_trees, unseen = check_dev_labels(train_trees, dev_trees, a.train, a.dev, a.unseen_dev_labels == "drop", keep)
+    if unseen:
+        if not dev_trees:
+            raise PreprocessError("no dev tree left after --unseen-dev-labels drop", a.dev)
+        print(f"[mgsa-train-parser] --unseen-dev-labels drop: dropped {n_dev - len(dev_trees)} of {n_dev} dev trees "
+              f"with constituent labels the training trees lack ("
+              + ", ".join(f"{k} in {n}" for k, n in unseen.items()) + ")", flush=True)
+    return train_trees, dev_trees, {"trees": n_dev - len(dev_trees), "by_unseen_label": unseen}, \
+        {"train": train_stats, "dev": dev_stats}
+
+
+def staging_dir(out: str) -> str:
+    """OUT/partial/, emptied: where the new model is built (OUT's old model, if any, stays as it is)."""
+    try:
+        os.makedirs(out, exist_ok=True)
+        new = os.path.join(out, PARTIAL)
+        shutil.rmtree(new, ignore_errors=True)  # what an earlier failed run left
+        os.makedirs(os.path.join(new, "training"))
+    except OSError as e:
+        raise PreprocessError(f"cannot create the model directory: {e.strerror}", out) from None
+    return new
+
+
+def install(new: str, out: str) -> None:
+    """The complete model of `new` into `out`, replacing the old one: the old record first (a
+    directory without it is no model), then the files, then the new record."""
+    record = os.path.join(out, RECORD)
+    if os.path.exists(record):
+        os.remove(record)
+    for name in list(FILES.values()) + ["training"]:
+        target = os.path.join(out, name)
+        if os.path.isdir(target) and not os.path.islink(target):
+            shutil.rmtree(target)
+        os.replace(os.path.join(new, name), target)
+    os.replace(os.path.join(new, RECORD), record)
+    os.rmdir(new)
 
 
 def train(a) -> dict:
@@ -253,26 +345,13 @@ def train(a) -> dict:
     if a.quiet:
         logging.disable(logging.WARNING)
     start = time.time()
-    a.out = os.path.abspath(a.out)
-    a.work = os.path.join(a.out, "training")
-    os.makedirs(a.work, exist_ok=True)
-    files = model_files(a.out)
-    for key in ("pos", "constituency"):
-        if os.path.exists(files[key]):
-            os.remove(files[key])  # a rerun trains from scratch, never on top of an old model
-
     _stage(1, f"reading {a.train} and {a.dev}")
-    keep = a.one_word_constituents == "keep"
-    train_trees, train_stats = read_treebank(a.train, keep)
-    dev_trees, dev_stats = read_treebank(a.dev, keep)
-    n_dev = len(dev_trees)
-    dev_trees, unseen = check_dev_labels(train_trees, dev_trees, a.train, a.dev, a.unseen_dev_labels == "drop", keep)
-    if unseen:
-        print(f"[mgsa-train-parser] --unseen-dev-labels drop: dropped {n_dev - len(dev_trees)} of {n_dev} dev trees "
-              f"with constituent labels the training trees lack ("
-              + ", ".join(f"{k} in {n}" for k, n in unseen.items()) + ")", flush=True)
-        if not dev_trees:
-            raise PreprocessError("no dev tree left after --unseen-dev-labels drop", a.dev)
+    train_trees, dev_trees, dropped, normalisation = read_inputs(a)
+
+    a.out = os.path.abspath(a.out)
+    new = staging_dir(a.out)
+    a.work = os.path.join(new, "training")
+    files = model_files(new)
     data = {}
     for split, trees in (("train", train_trees), ("dev", dev_trees)):
         data[split] = os.path.join(a.work, f"{split}.mrg"), os.path.join(a.work, f"{split}.conllu")
@@ -280,42 +359,43 @@ def train(a) -> dict:
             f.writelines(t.text + "\n" for t in trees)
         write_conllu(trees, data[split][1])
     record = {"lang": a.lang, "files": dict(FILES), "train": os.path.abspath(a.train), "dev": os.path.abspath(a.dev),
-              "train_trees": len(train_trees), "dev_trees": len(dev_trees),
-              "dev_trees_dropped": {"trees": n_dev - len(dev_trees), "by_unseen_label": unseen},
-              "normalisation": {"train": train_stats, "dev": dev_stats},
+              "train_trees": len(train_trees), "dev_trees": len(dev_trees), "dev_trees_dropped": dropped,
+              "normalisation": normalisation,
               "options": {k: v for k, v in vars(a).items() if k not in ("out", "work", "quiet")},
-              "load_average_at_start": " ".join(f"{x:.2f}" for x in os.getloadavg())}
-    write_record(a.out, record)
+              "load_average_at_start": " ".join(f"{x:.2f}" for x in os.getloadavg()), "warnings": []}
+    write_record(new, record)
 
     word_vectors(a, train_trees, files["pretrain"], record)
     common = ["--lang", a.lang, "--shorthand", f"{a.lang}_mgsa", "--wordvec_pretrain_file", files["pretrain"],
-              "--save_dir", a.out, "--seed", str(a.seed), "--device", a.device]
+              "--save_dir", new, "--seed", str(a.seed), "--device", a.device]
     hidden = str(a.hidden_size)
     record["tagger_start_seconds"] = round(time.time() - start, 1)  # for curves against the command's time
     train_tagger(a, data, files, common, str(tagger_hidden_size(a)), record)
-    write_record(a.out, record)  # a run stopped during the parser's epochs keeps what it measured
+    write_record(new, record)  # a run stopped during the parser's epochs keeps what it measured
     record["parser_start_seconds"] = round(time.time() - start, 1)
-    train_parser(a, data, files, common, hidden, record)
-    write_record(a.out, record)
+    train_parser(a, data, new, files, common, hidden, record)
+    write_record(new, record)
 
     _stage(5, "loading the directory as mgsa-preprocess does and scoring the dev set" + (" and the test set"
                                                                                         if a.test else ""))
     from .parser_eval import evaluate, summary
     from .stanza_model import load_pipeline
 
-    pipeline = load_pipeline(a.out)
-    record["dev"], _ = evaluate(a.out, dev_trees, pipeline, a.threads)
+    pipeline = load_pipeline(new)
+    record["dev"], _ = evaluate(new, dev_trees, pipeline, a.threads)
     if a.test:
         test_trees, _ = read_treebank(a.test)
-        record["test"], _ = evaluate(a.out, test_trees, pipeline, a.threads)
+        record["test"], _ = evaluate(new, test_trees, pipeline, a.threads)
         record["test"]["file"] = os.path.abspath(a.test)
     record["seconds"] = round(time.time() - start, 1)
     record["load_average_at_end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
     record["bytes"] = {k: os.path.getsize(files[k]) for k in ("pretrain", "pos", "constituency")}
-    write_record(a.out, record)
+    write_record(new, record)
+    install(new, a.out)
     print(f"[mgsa-train-parser] done in {record['seconds']:.0f} s: dev {summary(record['dev'])}"
           + (f"; test {summary(record['test'])}" if a.test else "")
-          + f", {sum(record['bytes'].values()) / 1e6:.1f} MB -> {a.out}", flush=True)
+          + f", {sum(record['bytes'].values()) / 1e6:.1f} MB -> {a.out}"
+          + "".join(f"; warning: {w}" for w in record["warnings"]), flush=True)
     return record
 
 

@@ -15,8 +15,11 @@ The training trees' sentences are added to the text, so that every training word
 """
 
 import gzip
+import lzma
 import os
 import random
+import re
+import zlib
 from collections import Counter
 
 from .errors import PreprocessError
@@ -27,23 +30,80 @@ def words_of(line: str):
     return [canonical_token(w).lower() for w in line.split()]
 
 
-def _open_text(path: str):
+# what a damaged compressed file raises while it is read: gzip.BadGzipFile (an OSError: not gzip
+# at all), EOFError (cut short), zlib.error and lzma.LZMAError (corrupt data)
+_DAMAGED = (OSError, EOFError, zlib.error, lzma.LZMAError)
+
+
+def _lines(path: str, what: str):
+    """(line number, line) of a UTF-8 text file (.gz/.xz too); a missing, damaged or non-UTF-8 file
+    is a one-line error naming it (and the line)."""
+    kind = "gzip" if path.endswith(".gz") else "xz" if path.endswith(".xz") else None
+    opener = gzip.open if kind == "gzip" else lzma.open if kind == "xz" else open
     try:
-        return gzip.open(path, "rt", encoding="utf-8") if path.endswith(".gz") else open(path, encoding="utf-8")
+        f = opener(path, "rb")  # bytes, decoded line by line: the error names the right line
     except OSError as e:
-        raise PreprocessError(f"cannot read the text for word vectors: {e.strerror}", path) from None
+        raise PreprocessError(f"cannot read {what}: {e.strerror}", path) from None
+    with f:
+        n = 0
+        try:
+            for n, raw in enumerate(f, 1):
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError as e:
+                    raise PreprocessError(f"not UTF-8 text ({e.reason} at byte {e.start} of the line)",
+                                          path, n) from None
+                yield n, line
+        except EOFError:
+            raise PreprocessError(f"the {kind} file ends early, after line {n} (cut short while copied?)",
+                                  path) from None
+        except _DAMAGED as e:
+            detail = str(e) or type(e).__name__
+            raise PreprocessError(f"cannot read {what}" + (f" as a {kind} file" if kind else "")
+                                  + f" ({detail}); a damaged download or a wrong suffix?", path) from None
 
 
 def check_text(path: str) -> None:
-    """Fail before any training on a text that is missing, unreadable or has no word."""
-    with _open_text(path) as f:
+    """Fail before any training on a text that is missing, unreadable, damaged or has no word:
+    read through once (a truncated .gz shows only at its end)."""
+    words = False
+    for _, line in _lines(path, "the text for word vectors"):
+        words = words or bool(line.split())
+    if not words:
+        raise PreprocessError("no word in this file (word vectors need a text, one sentence a line)", path)
+
+
+_SPACES = re.compile(r"[ \t]+")  # as stanza's reader splits a line (some vector files use tabs)
+
+
+def check_vectors(path: str) -> None:
+    """Fail before any training on a --wordvec file that stanza's reader would stop on or misread:
+    word2vec text format, an optional header "WORDS DIMENSION", then one word a line followed by as
+    many numbers as the header (or the first line) says."""
+    if not os.path.isfile(path):
+        raise PreprocessError("word vector file not found", path)
+    dim, rows = None, 0
+    for n, line in _lines(path, "the word vectors"):
+        pieces = _SPACES.split(line.strip())
+        if not pieces[0]:
+            continue
+        if dim is None and rows == 0 and len(pieces) == 2 and all(p.isdigit() for p in pieces):
+            dim = int(pieces[1])  # the header
+            continue
+        if dim is None:
+            dim = len(pieces) - 1
+        numbers = pieces[-dim:] if dim and len(pieces) > dim else []
         try:
-            for line in f:
-                if line.split():
-                    return
-        except UnicodeDecodeError as e:
-            raise PreprocessError(f"not UTF-8 text ({e.reason} at byte {e.start} of a line)", path) from None
-    raise PreprocessError("no word in this file (word vectors need a text, one sentence a line)", path)
+            [float(x) for x in numbers]
+        except ValueError:
+            numbers = []
+        if not numbers:
+            shown = line.strip()
+            raise PreprocessError(f"expected a word and {dim} numbers (word2vec text format), got "
+                                  f"{shown[:60]!r}{'...' if len(shown) > 60 else ''}", path, n)
+        rows += 1
+    if not rows:
+        raise PreprocessError("no word vector in this file (word2vec text format expected)", path)
 
 
 class _Sentences:
@@ -54,14 +114,10 @@ class _Sentences:
         self.path, self.extra = path, extra
 
     def __iter__(self):
-        with _open_text(self.path) as f:
-            for n, line in enumerate(f, 1):
-                try:
-                    words = words_of(line)
-                except UnicodeDecodeError:
-                    raise PreprocessError("not UTF-8 text", self.path, n) from None
-                if words:
-                    yield words
+        for _, line in _lines(self.path, "the text for word vectors"):
+            words = words_of(line)
+            if words:
+                yield words
         for words in self.extra:
             yield [w.lower() for w in words]
 
