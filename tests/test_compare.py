@@ -47,9 +47,12 @@ def test_known_verdicts(refs):
     assert m["copy"]["verdict"] == "not significantly different" and m["copy"]["delta_bleu"] == 0.0
     assert m["better"]["verdict"] == "ahead" and m["better"]["bleu_p_value"] < 0.05
     assert len(m["better"]["seed_p_values"]) == 3
-    # one seed against the baseline's three: one seed pair (seed 1 with the baseline's seed 1), no
-    # spread claimed, the verdict says it rests on p alone
-    assert m["one"]["bleu_sd"] is None and m["one"]["verdict"] == "ahead (p only: one seed pair, no spread)"
+    # one seed against the baseline's three: one seed pair (seed 1 with the baseline's seed 1), and
+    # the spread is the baseline's seed range, which the one seed lies above
+    base_bleu = [round(sacrebleu.corpus_bleu(h, [refs]).score, 2) for h in base]
+    assert round(sacrebleu.corpus_bleu(better[0], [refs]).score, 2) > max(base_bleu)
+    assert m["one"]["bleu_sd"] is None and m["one"]["verdict"] == (
+        f"ahead (one seed outside the baseline's seed range {min(base_bleu):.2f}-{max(base_bleu):.2f})")
     assert m["one"]["seed_pairs"] == 1 and m["better"]["seed_pairs"] == 3
     # mean and sample sd over seeds of sacrebleu's own corpus BLEU
     scores = [sacrebleu.corpus_bleu(h, [refs]).score for h in better]
@@ -68,6 +71,25 @@ def test_verdict_rule():
     assert cmp.verdict(0.5, 0.01, 1.0) == "within the seeds' spread"  # p small, but inside the seeds' spread
     assert cmp.verdict(2.0, 0.2, 1.0) == "not significantly different"
     assert cmp.verdict(-2.0, 0.01, None) == "behind (p only: one seed, no spread)"
+
+
+def test_one_seed_inside_the_baselines_seed_range_is_not_told_apart():
+    """The rule "p < 0.05 and beyond the seeds' spread" with one seed against three: the spread is
+    the three seeds' range. A system at 42.0 against a baseline whose seeds scored 21.8, 67.6 and
+    66.3 is not told apart, whatever the one pair's p (it was called ahead on p alone)."""
+    inside = cmp.one_seed_range([42.0], [21.8, 67.6, 66.3])
+    assert inside == ("the baseline's", 21.8, 67.6, True)
+    assert cmp.verdict(20.2, 0.001, None, one="seed pair", seed_range=inside) == (
+        "within the seeds' spread (one seed inside the baseline's seed range 21.80-67.60)")
+    above = cmp.one_seed_range([70.0], [21.8, 67.6, 66.3])
+    assert cmp.verdict(48.2, 0.001, None, seed_range=above) == (
+        "ahead (one seed outside the baseline's seed range 21.80-67.60)")
+    assert cmp.verdict(48.2, 0.2, None, seed_range=above) == "not significantly different"
+    # the other way: the baseline's one seed inside the system's three
+    other = cmp.one_seed_range([30.0, 40.0, 35.0], [33.0])
+    assert cmp.verdict(2.0, 0.01, None, seed_range=other) == (
+        "within the seeds' spread (the baseline's one seed inside this system's seed range 30.00-40.00)")
+    assert cmp.one_seed_range([30.0], [33.0]) is None  # one seed each: p alone, said so
 
 
 def hand_precisions(hyps, refs, max_order):

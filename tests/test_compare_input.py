@@ -158,9 +158,9 @@ def test_bootstrap_samples_must_be_positive(refs, tmp_path, capsys, n):
 
 
 def test_the_recipe_passes_a_misspelled_baseline_on(refs, tmp_path):
-    """examples/*/09_compare.sh: BASELINE naming no system of SYSTEMS is mgsa-compare's one-line
-    error, not a silent switch to the first system; the default (transformer) absent from
-    SYSTEMS falls back to the first system and says so."""
+    """examples/*/09_compare.sh: BASELINE naming no system of SYSTEMS is a one-line error (from the
+    settings' check every step makes first, issue 37), not a silent switch to the first system;
+    the default (transformer) absent from SYSTEMS falls back to the first system and says so."""
     raw, work = tmp_path / "raw", tmp_path / "work"
     raw.mkdir()
     write(raw / "test.en", refs)
@@ -173,8 +173,9 @@ def test_the_recipe_passes_a_misspelled_baseline_on(refs, tmp_path):
     script = os.path.join(ROOT, "examples", "iwslt14_de_en", "09_compare.sh")
     proc = subprocess.run(["bash", script], env=dict(env, BASELINE="hysna"), capture_output=True, text=True)
     assert proc.returncode != 0
-    assert proc.stderr.strip().splitlines()[-1] == (
-        "mgsa-compare: error: --baseline hysna names no --system (the systems: mgsa_ngram, hysan)")
+    assert proc.stderr.strip().splitlines() == [
+        "09_compare.sh: error: BASELINE='hysna' is not one of SYSTEMS (mgsa_ngram hysan): step 09 compares every "
+        "system with it"]
     proc = subprocess.run(["bash", script], env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert "BASELINE transformer is not among SYSTEMS (mgsa_ngram hysan): the baseline is mgsa_ngram" in proc.stderr
@@ -198,3 +199,33 @@ def test_a_missing_package_stops_before_any_file_is_read(refs, tmp_path):
         "mgsa-compare: cannot start, a package it needs does not import: compare (ModuleNotFoundError: No module "
         "named 'six'). Install: pip install 'sacrebleu>=2.0' compare-mt six  (or bash scripts/install.sh)")
     assert not (tmp_path / "out").exists()
+
+
+# --- issue 37, point 12: line ends and a byte order mark --------------------------------------
+
+def test_references_with_windows_line_ends_or_a_bom_score_as_the_plain_file(refs, tmp_path, monkeypatch):
+    """A reference saved with CRLF line ends kept a "\\r" on every line: a system identical to the
+    references got exact match 0.0 instead of 100.0 (BLEU unchanged, so nothing looked wrong);
+    a UTF-8 BOM cost the first line its match. Both are read as the plain file now."""
+    import json
+
+    plain = write(tmp_path / "ref.txt", refs)
+    crlf = tmp_path / "ref.crlf.txt"
+    crlf.write_bytes("".join(r + "\r\n" for r in refs).encode("utf-8"))
+    bom = tmp_path / "ref.bom.txt"
+    bom.write_bytes(b"\xef\xbb\xbf" + "".join(r + "\n" for r in refs).encode("utf-8"))
+    old_mac = tmp_path / "ref.cr.txt"  # a lone "\r" ends a line too (universal newlines)
+    old_mac.write_bytes("".join(r + "\r" for r in refs).encode("utf-8"))
+    for path in (crlf, bom, old_mac):
+        assert cmp.read_lines(str(path)) == refs == cmp.read_lines(plain)
+    base = write(tmp_path / "base.txt", drop_words(refs, 2))
+    same = tmp_path / "same.txt"  # the hypotheses saved with CRLF and a BOM as well
+    same.write_bytes(b"\xef\xbb\xbf" + "".join(r + "\r\n" for r in refs).encode("utf-8"))
+    monkeypatch.chdir(tmp_path)
+    for name, ref in (("crlf", crlf), ("bom", bom)):
+        assert cmp.main(["--ref", str(ref), "--system", f"b={base}", "--system", f"same={same}", "--out", name,
+                         "--no-compare-mt", "--bootstrap-samples", "10"]) == 0
+        m = json.loads((tmp_path / name / "results.json").read_text())["models"]
+        assert m["same"]["exact_match"] == 100.0
+        assert m["same"]["bleu"] == [round(sacrebleu.corpus_bleu(refs, [refs]).score, 2)]
+        assert m["b"]["bleu"] == [round(sacrebleu.corpus_bleu(drop_words(refs, 2), [refs]).score, 2)]

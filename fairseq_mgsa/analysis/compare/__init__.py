@@ -24,7 +24,8 @@ _EXPORTS = {
     "runs": ("Runs", "CompareError", "read_lines", "read_hyps", "read_params", "read_training_speed",
              "read_decoding_speed", "read_valid_curve", "read_stop", "read_system", "mean_or_none",
              "registry_label"),
-    "scoring": ("ALPHA", "MAX_ORDER", "mean_sd", "verdict", "ngram_stats", "paired", "compare", "subset"),
+    "scoring": ("ALPHA", "MAX_ORDER", "mean_sd", "verdict", "one_seed_range", "ngram_stats", "paired", "compare",
+                "subset"),
     "cli": ("quiet_other_libraries",),
 }
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}

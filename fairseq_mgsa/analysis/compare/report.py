@@ -140,8 +140,9 @@ def notes(results: dict) -> str:
             f"({results['bootstrap_samples']} resamples, smallest possible p "
             f"{1 / (results['bootstrap_samples'] + 1):.4f}) on all seed pairs pooled, and on each seed pair (seed i "
             f"with the baseline's seed i). A system is ahead or behind only where p < {results['alpha']} and the "
-            f"difference of the means exceeds the two seed sds added; with one seed the verdict rests on p alone "
-            f"and says so. Exact match: hypotheses equal to the reference"
+            f"difference of the means exceeds the two seed sds added; a system with one seed against several (or "
+            f"the other way) only where that seed's BLEU lies outside the other's seed range, whatever the one "
+            f"pair's p; with one seed on both sides the verdict rests on p alone and says so. Exact match: hypotheses equal to the reference"
             f"{' but for case (--lowercase, as BLEU and chrF)' if results.get('lowercase') else ''}. Speeds are relative to the baseline (fairseq-train's updates "
             f"per wall-clock second, fairseq-generate's sentences/s)." + unequal_notes(results) + run_notes(results))
 

@@ -38,7 +38,11 @@ class Runs:
 # --- text files -------------------------------------------------------------------------------
 
 def read_lines(path: str, what: str = "hypotheses") -> List[str]:
-    """The lines of `path` (no line dropped; a last line without newline counts), UTF-8."""
+    """The lines of `path` (no line dropped; a last line without newline counts), UTF-8. Lines end
+    at "\\n", "\\r\\n" or "\\r" (universal newlines) and a byte order mark at the start is not
+    text: a file saved with Windows line ends or a BOM gives the lines of the plain file, and so
+    the same exact matches (sacrebleu's command line, which 08_score.sh uses, likewise drops each
+    line's trailing "\\r")."""
     if not os.path.isfile(path):
         raise CompareError(f"{path}: no such file ({what} expected)")
     with open(path, "rb") as f:
@@ -50,8 +54,11 @@ def read_lines(path: str, what: str = "hypotheses") -> List[str]:
         column = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
         raise CompareError(f"{path}: not UTF-8 at line {line}, byte {column} of the line (0x{data[e.start]:02x}) "
                            f"(UTF-8 text expected; convert it, e.g. iconv -f latin1 -t utf-8)") from None
-    # split on "\n" only: str.splitlines would also split on form feeds and other separators
-    lines = text.split("\n")
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    # universal newlines, as open() gives them; not str.splitlines, which would also split on
+    # form feeds and other separators
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     if lines and lines[-1] == "":
         lines.pop()
     return lines

@@ -33,17 +33,41 @@ def mean_sd(values: List[float]) -> Tuple[float, Optional[float]]:
 
 
 def verdict(delta: float, p_value: Optional[float], spread: Optional[float], alpha: float = ALPHA,
-            one: str = "seed") -> str:
-    """Ahead or behind only where p < alpha and the difference of the seeds' means exceeds
-    `spread` (the two systems' seed sds added: their mean ± sd intervals do not overlap).
-    spread None: one seed (pair); the verdict rests on p alone and says so (`one` names it)."""
+            one: str = "seed", seed_range: Optional[Tuple[str, float, float, bool]] = None) -> str:
+    """Ahead or behind only where p < alpha and the difference lies beyond the seeds' spread:
+    with several seeds on both sides, the difference of the means exceeds `spread` (the two
+    systems' seed sds added: their mean ± sd intervals do not overlap); with one seed on one
+    side and several on the other, `seed_range` = (whose, lowest, highest, inside): the one
+    seed's BLEU must lie outside the other side's seed range, whatever the one pair's p says
+    (inside it, the pair's difference is one of the differences between seeds of one system).
+    With one seed on both sides (spread and seed_range None) the verdict rests on p alone and
+    says so (`one` names it)."""
     # delta 0: sacrebleu's bootstrap gives identical outputs its smallest p, not 1
     if p_value is None or p_value >= alpha or delta == 0:
         return "not significantly different"
     side = "ahead" if delta > 0 else "behind"
+    if seed_range is not None:
+        whose, low, high, inside = seed_range
+        the_one = "one seed" if whose == "the baseline's" else "the baseline's one seed"
+        if inside:
+            return f"within the seeds' spread ({the_one} inside {whose} seed range {low:.2f}-{high:.2f})"
+        return f"{side} ({the_one} outside {whose} seed range {low:.2f}-{high:.2f})"
     if spread is None:
         return f"{side} (p only: one {one}, no spread)"
     return side if abs(delta) > spread else "within the seeds' spread"
+
+
+def one_seed_range(system: List[float], baseline: List[float]) -> Optional[Tuple[str, float, float, bool]]:
+    """Where one side has one seed and the other several: (whose, lowest, highest, inside) of the
+    several seeds' BLEU (rounded as shown) and whether the one seed's lies inside; else None."""
+    if len(system) == 1 and len(baseline) > 1:
+        whose, one, several = "the baseline's", system[0], baseline
+    elif len(baseline) == 1 and len(system) > 1:
+        whose, one, several = "this system's", baseline[0], system
+    else:
+        return None
+    low, high = round(min(several), 2), round(max(several), 2)
+    return whose, low, high, low <= round(one, 2) <= high
 
 
 def ngram_stats(hyps: List[str], refs: List[str], tokenize: str, lowercase: bool, max_order: int):
@@ -132,7 +156,9 @@ def compare(systems: Dict[str, Runs], refs: List[str], baseline: str, bootstrap_
         one = "seed" if len(m["bleu"]) == len(b["bleu"]) == 1 else "seed pair"
         m.update(delta_bleu=delta["bleu"], delta_chrf=delta["chrf"], bleu_p_value=bleu_p, chrf_p_value=chrf_p,
                  seed_pairs=k, seed_p_values=[per_seed[i][n][0].p_value for i in range(k)],
-                 bleu_ci95=pooled[n][0].ci, verdict=verdict(delta["bleu"], bleu_p, spread, one=one))
+                 bleu_ci95=pooled[n][0].ci,
+                 verdict=verdict(delta["bleu"], bleu_p, spread, one=one,
+                                 seed_range=one_seed_range(m["_bleu"], b["_bleu"])))
     for m in models.values():
         del m["_bleu"], m["_chrf"]
     if not signatures:  # the baseline alone: no test, the metrics' own signatures (after scoring)
