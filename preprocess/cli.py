@@ -115,8 +115,11 @@ def _need_file(path, what):
 def _make_parser(args):
     from .parse import StanzaParser
 
-    return StanzaParser(args.parser_lang or args.source_lang, device=args.parser_device,
-                        download=args.stanza_download, model_dir=args.stanza_dir, batch_size=args.parser_batch_size)
+    parser = StanzaParser(args.parser_lang or args.source_lang, device=args.parser_device,
+                          download=args.stanza_download, model_dir=args.stanza_dir, batch_size=args.parser_batch_size)
+    for warning in parser.warnings:  # from the parser's training (mgsa-train-parser's record)
+        print(f"mgsa-preprocess: warning: the parser in {args.stanza_dir}: {warning}", file=sys.stderr, flush=True)
+    return parser
 
 
 def _alignment_files(args, splits):

@@ -18,7 +18,7 @@ from typing import Iterator, List, Optional, Tuple
 
 from .align import split_words
 from .errors import PreprocessError
-from .stanza_model import is_model_dir, load_pipeline
+from .stanza_model import is_model_dir, load_pipeline, read_record
 from .trees import canonical_token
 
 EMPTY_TREE = "()"  # written for an empty line under --lenient; the parser never sees it
@@ -58,8 +58,12 @@ class StanzaParser:
         else:
             use_gpu = device == "cuda"
         self.device = "cuda" if use_gpu else "cpu"
+        # what mgsa-train-parser warned of when it trained the model (a cap cut its training
+        # while its dev score still rose): the caller repeats it
+        self.warnings = []
         if is_model_dir(model_dir):  # mgsa-train-parser's: offline, whatever `download` says
             self.pipeline = load_pipeline(model_dir, use_gpu=use_gpu, batch_size=batch_size)
+            self.warnings = list(read_record(model_dir).get("warnings") or [])
             return
         import stanza
 

@@ -48,10 +48,13 @@ TAGGER_EVALS = 10  # the tagger's default step cap, in dev evaluations (tagger_s
 
 
 def default_parser_epochs(train_trees: int, batch_size: int) -> int:
-    """At most about 4,000 updates, 4 to 20 epochs (13 for the WSJ sample's 3,114 trees). stanza's
+    """At most about 6,000 updates, 4 to 30 epochs (19 for the WSJ sample's 3,114 trees). stanza's
     multistage training switches optimizer after half of them; on the WSJ sample its first stage
-    gained 2-3 F1 an epoch up to the switch and the second about 1 (docs/benchmarks-parser.md)."""
-    return min(20, max(4, round(4000 * batch_size / train_trees)))
+    gained 2-3 F1 an epoch up to the switch and the second about 1. With 13 epochs (the switch
+    after 6) an idle machine's run stopped on its plateau at 78.9 test F1 in 15 minutes; 19 (the
+    switch after 9) reach the documented ~80.5 in about the 27 minutes the old time caps allowed
+    (docs/benchmarks-parser.md)."""
+    return min(30, max(4, round(6000 * batch_size / train_trees)))
 
 
 def get_parser():
@@ -109,8 +112,8 @@ def get_parser():
                         "times faster but learned less per epoch: a lower dev F1 at the same time "
                         "(docs/benchmarks-parser.md)")
     p.add_argument("--parser-epochs", type=int,
-                   help="parser epochs at most, each one pass over the training trees (default: about 4,000 updates, "
-                        "at least 4 and at most 20 epochs: 20 up to 2,000 trees, 13 for 3,000); stanza switches "
+                   help="parser epochs at most, each one pass over the training trees (default: about 6,000 updates, "
+                        "at least 4 and at most 30 epochs: 30 up to 2,000 trees, 19 for 3,114); stanza switches "
                         "optimizer after half of them")
     p.add_argument("--parser-patience", type=int, default=3,
                    help="stop the parser after this many epochs without a new best dev F1, counted from stanza's "
