@@ -10,16 +10,28 @@
 # (requirements/lock-py<X.Y>.txt, as pip constraints), so an install next year gets the
 # tested set; where no lock exists for this Python, the install floats and says so.
 #
-#   FLOAT=1      ignore the lock: the newest versions setup.py allows
+#   FLOAT=1      ignore the lock: the newest versions setup.py allows (0, the default: use it)
 #   TORCH_SPEC   what to install when torch is missing (default: the lock's torch, else torch==2.13.0)
-#   EDITABLE=1   install in development mode (pip install -e)
+#   EDITABLE=1   install in development mode (pip install -e) (0, the default: a normal install)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 
+# on NAME: true when the switch NAME is 1, false when it is 0 or unset, as every switch of the
+# project; anything else stops here, before any install
+on() {
+  case "${!1:-0}" in
+    1) return 0 ;;
+    0) return 1 ;;
+    *) echo "install.sh: error: $1 must be 0 (off) or 1 (on) (got '${!1}')" >&2; exit 1 ;;
+  esac
+}
+on FLOAT || true
+on EDITABLE || true
+
 pyver=$("$PY" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 lock=requirements/lock-py${pyver}.txt
-if [ -n "${FLOAT:-}" ]; then
+if on FLOAT; then
   echo "[install] FLOAT=1: not using the lock file; the newest versions setup.py allows"
   lock=
 elif [ ! -f "$lock" ]; then
@@ -43,7 +55,7 @@ if [ -n "$lock" ]; then grep -v '^torch==' "$lock" > "$constraints"; fi
 echo "torch==${torch_version}" >> "$constraints"
 
 echo "[install] torch ${torch_version} pinned${lock:+, the rest at $lock}; installing fairseq-mgsa and its dependencies (fairseq builds from source: a few minutes the first time)"
-if [ -n "${EDITABLE:-}" ]; then
+if on EDITABLE; then
   PIP_CONSTRAINT="$constraints" "$PY" -m pip install -q -e ".[test]"
 else
   PIP_CONSTRAINT="$constraints" "$PY" -m pip install -q ".[test]"
