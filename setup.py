@@ -15,7 +15,7 @@ setup(
     python_requires=">=3.8",
     # The preprocess/ folder installs as `mgsa_preprocess`: a top-level `preprocess`
     # would collide with the unrelated PyPI package of that name.
-    packages=find_packages(include=["fairseq_mgsa", "fairseq_mgsa.*"]) + ["mgsa_preprocess"],
+    packages=find_packages(include=["fairseq_mgsa", "fairseq_mgsa.*"]) + ["mgsa_preprocess", "mgsa_preprocess.parser_training"],
     package_dir={"mgsa_preprocess": "preprocess"},
     install_requires=[
         # fairseq 0.12.2 does not import on Python 3.11 (dataclass defaults); the
@@ -42,7 +42,7 @@ setup(
     entry_points={
         "console_scripts": [
             "mgsa-preprocess = mgsa_preprocess.cli:main",
-            "mgsa-train-parser = mgsa_preprocess.train_parser:main",
+            "mgsa-train-parser = mgsa_preprocess.parser_training.train_parser:main",
             "mgsa-user-dir = fairseq_mgsa.user_dir:main",
             "mgsa-attention = fairseq_mgsa.analysis.attention.cli:main",
             "mgsa-compare = fairseq_mgsa.analysis.compare:main",

@@ -41,7 +41,7 @@ def run(a, extra) -> dict:
     out = a.from_dir or os.path.join(a.work, a.name)
     if a.from_dir:  # a run made (and perhaps stopped) earlier, with these arguments
         return figures(a, extra, out, summary, None, None, a.stop_after_epochs is not None)
-    cmd = [sys.executable, "-m", "mgsa_preprocess.train_parser", "--train", os.path.join(data, "train.mrg"),
+    cmd = [sys.executable, "-m", "mgsa_preprocess.parser_training.train_parser", "--train", os.path.join(data, "train.mrg"),
            "--dev", os.path.join(data, "dev.mrg"), "--out", out, "--quiet", *extra]
     print(" ".join(cmd), flush=True)
     env = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"))

@@ -51,7 +51,7 @@ def quick_model(work: str) -> str:
 
     data, out = os.path.join(work, "treebank3000"), os.path.join(work, "parser")
     write_treebank(data, (("train", 3000), ("dev", 400), ("test", 0)), seed=1)
-    subprocess.run([sys.executable, "-m", "mgsa_preprocess.train_parser", "--train", os.path.join(data, "train.mrg"),
+    subprocess.run([sys.executable, "-m", "mgsa_preprocess.parser_training.train_parser", "--train", os.path.join(data, "train.mrg"),
                     "--dev", os.path.join(data, "dev.mrg"), "--out", out, "--parser-epochs", "1", "--tagger-steps",
                     "50", "--quiet"], check=True)
     return out

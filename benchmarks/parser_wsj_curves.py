@@ -7,7 +7,7 @@ since the command started, read from each run's directory; results JSON and a pl
 exist any more) and adds or replaces the runs given.
 
 DIR is a directory written by mgsa-train-parser (its mgsa_parser.json, with the test scores of
---test or DIR/test_scores.json from `python -m mgsa_preprocess.parser_eval --out`). Runs made before
+--test or DIR/test_scores.json from `python -m mgsa_preprocess.parser_training.parser_eval --out`). Runs made before
 the record kept the tagger's times give LOG, mgsa-train-parser's output: the tagger's curve is read
 from its progress lines there, or, for the old defaults (no such lines), from stanza's timestamped
 lines (without --quiet).

@@ -1,6 +1,17 @@
-"""Data preparation for MG-SA: constituency trees -> top-K phrase partitions -> fairseq binaries.
+"""Data preparation for MG-SA, installed as ``mgsa_preprocess``. Three parts:
 
-The steps, one module each, in data-flow order:
+1. The phrase pipeline (``mgsa-preprocess``): constituency trees -> top-K phrase partitions ->
+   fairseq binaries; the modules below.
+2. ``parser_training/``: ``mgsa-train-parser``, a stanza parser trained offline on a treebank,
+   for the pipeline to parse with (its own docstring lists its modules).
+3. ``synthetic``: the project's grammar, a parallel corpus with gold trees whose translation depends
+   on the tree (the demo, the analyses and the tests run on it;
+   ``python -m mgsa_preprocess.synthetic``).
+
+Shared by the three: ``errors`` (one-line errors naming file and line), ``progress`` (progress
+bars and durations), ``stanza_model`` (where a trained stanza model's files are, and loading it).
+
+The phrase pipeline's steps, one module each, in data-flow order:
 
 * ``bpe``       apply subword-nmt codes (optional; pre-segmented text is read as is)
 * ``parse``     stanza constituency parsing, sharded over machines, and the merge of shards

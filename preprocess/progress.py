@@ -36,3 +36,10 @@ def end_line(stream=None):
         stream.write("\n")
         stream.flush()
         _drawn = False
+
+
+def duration(seconds: float) -> str:
+    """A span of time as the progress lines print it: 1h02m, 3m05s, 42s."""
+    seconds = int(round(seconds))
+    h, m, s = seconds // 3600, seconds // 60 % 60, seconds % 60
+    return f"{h}h{m:02d}m" if h else f"{m}m{s:02d}s" if m else f"{s}s"

@@ -129,8 +129,8 @@ def test_the_demo_runs_end_to_end_on_a_tiny_budget(tmp_path):
                         vocab=len((work / "data-bin" / "dict.src.txt").read_text().splitlines()))[0]
     assert abs(m["transformer_matched"]["params"] - peer) <= 0.05 * peer
     assert m["transformer_matched"]["params"] > 1.5 * m["transformer"]["params"]
-    # the parser's F1, recomputed from its test trees with preprocess/bracket_score.py
-    from mgsa_preprocess.bracket_score import score_files
+    # the parser's F1, recomputed from its test trees with preprocess/parser_training/bracket_score.py
+    from mgsa_preprocess.parser_training.bracket_score import score_files
 
     f1 = score_files(str(work / "raw" / "test.src.tree"), str(work / "data-bin-parser" / "trees" / "test.src.tree")).f1
     assert results["parser"]["test"]["f1"] == round(100 * f1, 2) and results["parser"]["test"]["sentences"] == 30

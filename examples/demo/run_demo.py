@@ -204,13 +204,13 @@ def train_parser(a, raw, work, gold_data, logs):
     """mgsa-train-parser on the gold training trees (dev: the valid trees), mgsa-preprocess with
     its trees into data-bin-parser (the gold run's dictionaries, so that every model reads
     both), and its labeled bracket F1 on the test set."""
-    from mgsa_preprocess.bracket_score import score_files
+    from mgsa_preprocess.parser_training.bracket_score import score_files
     from mgsa_preprocess.stanza_model import read_record
 
     parser_dir, data = os.path.join(work, "parser"), os.path.join(work, "data-bin-parser")
     shutil.rmtree(parser_dir, ignore_errors=True)
     print(f"[demo] 3/6 mgsa-train-parser on {a.train_size} gold training trees -> {parser_dir}", flush=True)
-    run([sys.executable, "-m", "mgsa_preprocess.train_parser", "--train", f"{raw}/train.src.tree",
+    run([sys.executable, "-m", "mgsa_preprocess.parser_training.train_parser", "--train", f"{raw}/train.src.tree",
          "--dev", f"{raw}/valid.src.tree", "--out", parser_dir, "--parser-epochs", a.parser_epochs,
          "--tagger-steps", a.tagger_steps, "--seed", a.data_seed,
          # the grammar's tags are learnt perfectly by the smaller tagger; the default (twice as wide, chosen

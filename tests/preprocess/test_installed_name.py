@@ -34,15 +34,18 @@ def test_preprocess_installs_as_mgsa_preprocess(tmp_path):
     lib, info = build(tmp_path)
     assert sorted(os.listdir(lib)) == ["fairseq_mgsa", "mgsa_preprocess"]
     assert (info / "top_level.txt").read_text().split() == ["fairseq_mgsa", "mgsa_preprocess"]
-    installed = {p.name for p in (lib / "mgsa_preprocess").glob("*.py")}
-    in_checkout = {n for n in os.listdir(os.path.join(ROOT, "preprocess")) if n.endswith(".py")}
-    assert installed == in_checkout and {"cli.py", "train_parser.py", "__init__.py"} <= installed
+    # every module of the folder and of its parser_training/ sub-package, and nothing else
+    installed = {str(p.relative_to(lib / "mgsa_preprocess")) for p in (lib / "mgsa_preprocess").rglob("*.py")}
+    in_checkout = {os.path.relpath(os.path.join(d, n), os.path.join(ROOT, "preprocess"))
+                   for d, _, names in os.walk(os.path.join(ROOT, "preprocess")) for n in names if n.endswith(".py")}
+    assert installed == in_checkout
+    assert {"cli.py", "__init__.py", "parser_training/train_parser.py", "parser_training/__init__.py"} <= installed
 
     entry_points = configparser.ConfigParser()
     entry_points.read(info / "entry_points.txt")
     scripts = dict(entry_points["console_scripts"])
     assert scripts["mgsa-preprocess"] == "mgsa_preprocess.cli:main"
-    assert scripts["mgsa-train-parser"] == "mgsa_preprocess.train_parser:main"
+    assert scripts["mgsa-train-parser"] == "mgsa_preprocess.parser_training.train_parser:main"
     # every console script's module resolves in the built tree alone (not in the checkout beside it)
     for target in scripts.values():
         module, func = target.split(":")

@@ -13,8 +13,8 @@ import re
 from collections import Counter
 from typing import FrozenSet, List, NamedTuple
 
-from .errors import PreprocessError
-from .trees import TreeStats, canonical_token, iter_tree_texts, parse_tree, strip_label
+from ..errors import PreprocessError
+from ..trees import TreeStats, canonical_token, iter_tree_texts, parse_tree, strip_label
 
 _ESCAPE = (("(", "-LRB-"), (")", "-RRB-"))
 

@@ -1,14 +1,14 @@
 """Score a parser directory of mgsa-train-parser on gold trees: labeled bracket F1 by the project's
 scorer and under evalb's convention, tag accuracy, and parsing speed.
 
-    python -m mgsa_preprocess.parser_eval --model DIR --trees test.mrg [--out scores.json]
+    python -m mgsa_preprocess.parser_training.parser_eval --model DIR --trees test.mrg [--out scores.json]
 
 The directory is loaded as mgsa-preprocess loads it (offline, one torch thread) and given the
 gold trees' words; its trees are scored against the gold trees:
 
-* `project`: preprocess/bracket_score.py, both trees normalised as mgsa-preprocess reads
+* `project`: preprocess/parser_training/bracket_score.py, both trees normalised as mgsa-preprocess reads
   them (one-word constituents collapsed, punctuation kept in the spans);
-* `evalb`: preprocess/evalb.py, COLLINS.prm's convention, the figure to set beside published
+* `evalb`: preprocess/parser_training/evalb.py, COLLINS.prm's convention, the figure to set beside published
   parsers' (the gold tree as the file writes it: function tags and traces are removed there);
 * tag accuracy: the predicted XPOS against the gold POS tags, every word counted;
 * speed: sentences per second of the pipeline call alone (model loading excluded).
@@ -19,7 +19,7 @@ import json
 import sys
 import time
 
-from .errors import PreprocessError
+from ..errors import PreprocessError
 
 
 def evaluate(model_dir: str, trees, pipeline=None, threads: int = 1) -> dict:
@@ -28,7 +28,7 @@ def evaluate(model_dir: str, trees, pipeline=None, threads: int = 1) -> dict:
 
     from .bracket_score import score_pairs
     from .evalb import evalb_score_pairs
-    from .stanza_model import load_pipeline
+    from ..stanza_model import load_pipeline
 
     if pipeline is None:
         pipeline = load_pipeline(model_dir)
@@ -58,7 +58,7 @@ def summary(scores: dict) -> str:
 def main(argv=None):
     from .treebank import read_treebank
 
-    p = argparse.ArgumentParser(prog="python -m mgsa_preprocess.parser_eval", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m mgsa_preprocess.parser_training.parser_eval", description=__doc__.split("\n\n")[0])
     p.add_argument("--model", required=True, metavar="DIR", help="a directory written by mgsa-train-parser")
     p.add_argument("--trees", required=True, metavar="FILE", help="gold trees (bracketed; a tree may span lines)")
     p.add_argument("--out", metavar="FILE", help="write the scores here as JSON")

@@ -25,7 +25,7 @@ import contextlib
 import sys
 import time
 
-from .stanza_offline import duration
+from ..progress import duration
 
 
 class StopTraining(Exception):

@@ -1,7 +1,7 @@
 """Labeled bracket F1 under evalb's usual convention (the COLLINS.prm parameter file).
 
 Published constituency parsers report evalb (Sekine and Collins) with COLLINS.prm. The
-project's scorer (preprocess/bracket_score.py) differs from it on purpose (it scores the trees
+project's scorer (preprocess/parser_training/bracket_score.py) differs from it on purpose (it scores the trees
 as mgsa-preprocess reads them), so its figures do not stand next to published ones; this one
 does. Written here by hand because evalb is a C program that is not on PyPI (nor on these
 machines); what it implements is COLLINS.prm's rules as evalb.c applies them:
@@ -22,8 +22,8 @@ import re
 from collections import Counter
 from typing import Iterable, List, Tuple
 
-from .bracket_score import Scores
-from .errors import PreprocessError
+from .scores import Scores
+from ..errors import PreprocessError
 
 DELETED_TAGS = frozenset((",", ":", "``", "''", ".", "-NONE-"))
 ROOT_LABELS = frozenset(("", "TOP", "ROOT"))

@@ -12,9 +12,9 @@ import pytest
 
 from conftest import ROOT
 from mgsa_preprocess.errors import PreprocessError
-from mgsa_preprocess.evalb import evalb_brackets, evalb_score_pairs
-from mgsa_preprocess.stanza_offline import EpochProgress
-from mgsa_preprocess.stopping import Plateau, StopTraining
+from mgsa_preprocess.parser_training.evalb import evalb_brackets, evalb_score_pairs
+from mgsa_preprocess.parser_training.stanza_offline import EpochProgress
+from mgsa_preprocess.parser_training.stopping import Plateau, StopTraining
 
 
 class Clock:
@@ -124,7 +124,7 @@ def test_word2vec_text_format_is_what_stanza_reads(tmp_path):
     from gensim.models import KeyedVectors
     from stanza.models.common.pretrain import Pretrain
 
-    from mgsa_preprocess.word_vectors import train_word2vec, write_pretrain
+    from mgsa_preprocess.parser_training.word_vectors import train_word2vec, write_pretrain
 
     text = tmp_path / "text.txt"
     text.write_text("The Cat sat on the mat &apos;s edge .\n\nA dog sat .\n" * 20)
@@ -150,7 +150,7 @@ def trained(tmp_path_factory):
     text = tmp / "text.txt"
     text.write_text((tmp / "raw" / "train.src").read_text() + "the zyzzyva watched a farmer .\n" * 5)
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    proc = subprocess.run([sys.executable, "-m", "mgsa_preprocess.train_parser", "--train", tmp / "raw" / "train.src.tree",
+    proc = subprocess.run([sys.executable, "-m", "mgsa_preprocess.parser_training.train_parser", "--train", tmp / "raw" / "train.src.tree",
                            "--dev", tmp / "raw" / "valid.src.tree", "--out", tmp / "parser", "--wordvec-text", text,
                            "--wordvec-dim", "16", "--hidden-size", "16", "--tagger-hidden-size", "24",
                            "--tagger-dropout", "0.25", "--tagger-eval-interval", "3",
@@ -201,7 +201,7 @@ def test_vectors_learned_from_the_text_are_read_by_the_parser(trained):
 
 
 def test_bracket_score_command_has_the_evalb_convention(tmp_path, capsys):
-    from mgsa_preprocess.bracket_score import main
+    from mgsa_preprocess.parser_training.bracket_score import main
 
     (tmp_path / "gold").write_text(GOLD + "\n")
     (tmp_path / "parsed").write_text(PARSED + "\n")
@@ -222,7 +222,7 @@ def test_tagger_size_and_dropout_are_the_taggers_own(trained):
 
 
 def test_tagger_defaults_twice_the_hidden_size_and_dropout_a_quarter():
-    from mgsa_preprocess.train_parser import get_parser, tagger_hidden_size
+    from mgsa_preprocess.parser_training.train_parser import get_parser, tagger_hidden_size
 
     base = ["--train", "t", "--dev", "d", "--out", "o"]
     a = get_parser().parse_args(base)

@@ -22,8 +22,8 @@ import re
 import zlib
 from collections import Counter
 
-from .errors import PreprocessError
-from .trees import canonical_token
+from ..errors import PreprocessError
+from ..trees import canonical_token
 
 
 def words_of(line: str):

@@ -5,9 +5,9 @@ import re
 
 import pytest
 
-from mgsa_preprocess.bracket_score import brackets, score_files, score_pairs
+from mgsa_preprocess.parser_training.bracket_score import brackets, score_files, score_pairs
 from mgsa_preprocess.errors import PreprocessError
-from mgsa_preprocess.train_parser import main, read_treebank, write_conllu
+from mgsa_preprocess.parser_training.train_parser import main, read_treebank, write_conllu
 
 # A Penn Treebank .mrg excerpt as it comes: multi-line, function tags, indices, empty elements, escapes.
 PTB = """( (S
@@ -129,7 +129,7 @@ def test_one_word_constituents_kept_by_default(tmp_path, capsys):
 
 
 def test_unseen_dev_labels_drop_keeps_exactly_the_other_trees(tmp_path):
-    from mgsa_preprocess.train_parser import check_dev_labels
+    from mgsa_preprocess.parser_training.train_parser import check_dev_labels
 
     (tmp_path / "train.mrg").write_text(TRAIN)
     (tmp_path / "dev.mrg").write_text(DEV)
@@ -149,7 +149,7 @@ def test_unseen_dev_labels_drop_keeps_exactly_the_other_trees(tmp_path):
 
 
 def test_default_parser_epochs_are_at_most_about_4000_updates():
-    from mgsa_preprocess.train_parser import default_parser_epochs
+    from mgsa_preprocess.parser_training.train_parser import default_parser_epochs
 
     assert [default_parser_epochs(n, 10) for n in (40, 300, 2000, 2200, 3000, 3114, 40000)] == [
         20, 20, 20, 18, 13, 13, 4]

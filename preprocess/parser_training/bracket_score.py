@@ -9,20 +9,21 @@ constituents over one word dropped), every remaining constituent is a (label, st
 end) bracket, and brackets are matched as multisets over the whole corpus. Unlike
 evalb's COLLINS.prm, punctuation is kept in the spans (the grammar's sentences end in
 '.', always attached the same way) and one-word constituents are not counted, so figures
-are comparable within this project; preprocess/evalb.py scores under evalb's convention
+are comparable within this project; preprocess/parser_training/evalb.py scores under evalb's convention
 (--evalb), the figure to set beside published parsers'.
 
-    python -m mgsa_preprocess.bracket_score GOLD_TREES PARSED_TREES [--evalb]
+    python -m mgsa_preprocess.parser_training.bracket_score GOLD_TREES PARSED_TREES [--evalb]
 """
 
 import argparse
 import sys
 from collections import Counter
-from dataclasses import dataclass
 from typing import Iterable, List, Tuple
 
-from .errors import PreprocessError
-from .trees import canonical_token, iter_tree_texts, parse_tree
+from ..errors import PreprocessError
+from ..trees import canonical_token, iter_tree_texts, parse_tree
+from .evalb import evalb_score_pairs
+from .scores import Scores
 
 
 def brackets(text: str, path: str = None, line: int = None) -> Tuple[Counter, List[str]]:
@@ -36,41 +37,6 @@ def brackets(text: str, path: str = None, line: int = None) -> Tuple[Counter, Li
             out[(tag, start, end)] += 1
             stack.extend(children)
     return out, leaves
-
-
-@dataclass
-class Scores:
-    matched: int = 0
-    gold: int = 0
-    predicted: int = 0
-    sentences: int = 0
-    exact: int = 0  # sentences whose brackets all match
-
-    @property
-    def precision(self) -> float:
-        return self.matched / self.predicted if self.predicted else 0.0
-
-    @property
-    def recall(self) -> float:
-        return self.matched / self.gold if self.gold else 0.0
-
-    @property
-    def f1(self) -> float:
-        p, r = self.precision, self.recall
-        return 2 * p * r / (p + r) if p + r else 0.0
-
-    def add(self, gold: Counter, predicted: Counter) -> None:
-        self.matched += sum((gold & predicted).values())
-        self.gold += sum(gold.values())
-        self.predicted += sum(predicted.values())
-        self.sentences += 1
-        self.exact += gold == predicted
-
-    def as_dict(self) -> dict:
-        return {"f1": round(100 * self.f1, 2), "precision": round(100 * self.precision, 2),
-                "recall": round(100 * self.recall, 2),
-                "exact_match": round(100 * self.exact / max(self.sentences, 1), 2),
-                "sentences": self.sentences, "gold_brackets": self.gold, "predicted_brackets": self.predicted}
 
 
 def score_pairs(pairs: Iterable[Tuple[str, str]], gold_path: str = "gold", pred_path: str = "parsed") -> Scores:
@@ -100,16 +66,14 @@ def score_files(gold_path: str, pred_path: str) -> Scores:
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="python -m mgsa_preprocess.bracket_score", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m mgsa_preprocess.parser_training.bracket_score", description=__doc__.split("\n")[0])
     p.add_argument("gold", help="gold trees (bracketed, one tree per sentence; a tree may span lines)")
     p.add_argument("parsed", help="parsed trees, in the same order")
     p.add_argument("--evalb", action="store_true", help="evalb's convention (COLLINS.prm) instead: punctuation out of "
-                                                        "the spans, one-word constituents counted (preprocess/evalb.py)")
+                                                        "the spans, one-word constituents counted (preprocess/parser_training/evalb.py)")
     a = p.parse_args(argv)
     try:
         if a.evalb:
-            from .evalb import evalb_score_pairs
-
             s, errors = evalb_score_pairs(read_pairs(a.gold, a.parsed), a.gold, a.parsed)
         else:
             s = score_files(a.gold, a.parsed)

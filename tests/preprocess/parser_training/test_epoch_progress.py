@@ -1,9 +1,9 @@
-"""mgsa-train-parser's per-epoch lines (preprocess/stanza_offline.py), with a fake clock and
+"""mgsa-train-parser's per-epoch lines (preprocess/parser_training/stanza_offline.py), with a fake clock and
 fake epoch / dev functions standing for stanza's: figures against a plain computation."""
 
 import io
 
-from mgsa_preprocess.stanza_offline import EpochProgress, duration
+from mgsa_preprocess.parser_training.stanza_offline import EpochProgress, duration
 
 
 def test_epoch_lines_times_and_estimate():

@@ -48,7 +48,7 @@ def trained(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("stanza")
     raw = tmp / "raw"
     write_corpus(str(raw), (("train", 300), ("valid", 40), ("test", 30)), seed=11)
-    out = run([sys.executable, "-m", "mgsa_preprocess.train_parser", "--train", raw / "train.src.tree",
+    out = run([sys.executable, "-m", "mgsa_preprocess.parser_training.train_parser", "--train", raw / "train.src.tree",
                "--dev", raw / "valid.src.tree", "--out", tmp / "parser", "--tagger-steps", "60",
                "--parser-epochs", "5", "--quiet"], tmp, offline_env(tmp))
     assert re.search(r"\[mgsa-train-parser\] done in \d+ s: dev labeled bracket F1", out), out

@@ -1,7 +1,7 @@
 """What mgsa-train-parser replaces in stanza's constituency trainer while it runs in process.
 
 * Dev scoring: stanza calls Java CoreNLP (not installed, not downloadable);
-  ``parser_training.EvaluateParser`` becomes the Python scorer of preprocess/bracket_score.py.
+  ``parser_training.EvaluateParser`` becomes the Python scorer of preprocess/parser_training/bracket_score.py.
 * Retagging: stanza downloads resources.json and a stock tagger; it gets the tagger just
   trained, loaded offline from the output directory.
 * Progress: stanza logs an epoch's end among hundreds of lines of transition counts, and
@@ -13,6 +13,10 @@ import contextlib
 import json
 import sys
 import time
+
+from ..progress import duration
+from .bracket_score import score_pairs
+from .stopping import StopTraining
 
 
 class PythonEvaluator:
@@ -36,16 +40,8 @@ class PythonEvaluator:
         return False
 
     def process(self, results):
-        from .bracket_score import score_pairs
-
         pairs = (("{}".format(r.gold), "{}".format(r.predictions[0].tree)) for r in results)
         return self.Response(score_pairs(pairs, "dev gold", "dev parse").f1)
-
-
-def duration(seconds: float) -> str:
-    seconds = int(round(seconds))
-    h, m, s = seconds // 3600, seconds // 60 % 60, seconds % 60
-    return f"{h}h{m:02d}m" if h else f"{m}m{s:02d}s" if m else f"{s}s"
 
 
 class EpochProgress:
@@ -71,8 +67,6 @@ class EpochProgress:
     def wrap_epoch(self, train_model_one_epoch):
         def wrapped(epoch, *args, **kwargs):
             if self.rule is not None and self.rule.reason is not None:  # stanza saved the best epoch's model
-                from .stopping import StopTraining
-
                 raise StopTraining(self.rule.reason)
             t0 = self.clock()
             if self._start is None:
@@ -116,7 +110,7 @@ def stanza_offline(out_dir: str, progress: EpochProgress = None):
     """stanza's constituency trainer without Java and without downloads, reporting epochs to `progress`."""
     from stanza.models.constituency import parser_training, retagging
 
-    from .stanza_model import load_pipeline
+    from ..stanza_model import load_pipeline
 
     names = ("EvaluateParser", "train_model_one_epoch", "run_dev_set")
     saved = [getattr(parser_training, n) for n in names], retagging.build_retag_pipeline

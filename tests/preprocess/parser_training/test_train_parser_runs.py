@@ -14,14 +14,14 @@ import sys
 import pytest
 
 from conftest import ROOT
-from mgsa_preprocess.stopping import Plateau
+from mgsa_preprocess.parser_training.stopping import Plateau
 
 ENV = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
 SMALL = ["--hidden-size", "16", "--wordvec-dim", "8"]  # small layers: the defaults' stopping, quickly
 
 
 def train_parser(*args, **kwargs):
-    return subprocess.run([sys.executable, "-m", "mgsa_preprocess.train_parser", *map(str, args), "--quiet"],
+    return subprocess.run([sys.executable, "-m", "mgsa_preprocess.parser_training.train_parser", *map(str, args), "--quiet"],
                           env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
 
 
@@ -157,7 +157,7 @@ def test_a_run_stopped_half_way_leaves_the_old_model_usable(two_runs, treebank, 
     model = tmp_path / "parser"
     shutil.copytree(two_runs["alone"][2], model)
     before = files_of(model)
-    proc = subprocess.Popen([sys.executable, "-m", "mgsa_preprocess.train_parser", "--train",
+    proc = subprocess.Popen([sys.executable, "-m", "mgsa_preprocess.parser_training.train_parser", "--train",
                              str(treebank / "train.src.tree"), "--dev", str(treebank / "valid.src.tree"), "--out",
                              str(model), "--tagger-steps", "100000", "--tagger-patience", "100000", *SMALL],
                             env=ENV, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)

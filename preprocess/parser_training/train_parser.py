@@ -6,12 +6,12 @@ cannot download (these: DESIGN.md section 5), from PTB-format treebank files:
     mgsa-train-parser --train train.mrg --dev dev.mrg --out parser/
     mgsa-preprocess ... --parser stanza --stanza-dir parser/
 
-Steps: the trees are read and normalised (preprocess/treebank.py); word vectors are
-learned from --wordvec-text, read from --wordvec, or random (preprocess/word_vectors.py);
+Steps: the trees are read and normalised (preprocess/parser_training/treebank.py); word vectors are
+learned from --wordvec-text, read from --wordvec, or random (preprocess/parser_training/word_vectors.py);
 stanza's tagger learns the treebank's tags (as XPOS) and stanza's constituency parser
 learns the trees, retagged by that tagger as they will be at parsing time, each until its
 dev score stops improving or its step (epoch) cap, and a time cap only where one is asked for
-(preprocess/stopping.py); the directory is then loaded as a stanza pipeline, exactly as
+(preprocess/parser_training/stopping.py); the directory is then loaded as a stanza pipeline, exactly as
 mgsa-preprocess loads it, and scored on the dev set (and --test), by the project's scorer and
 under evalb's convention (parser_eval.py). A cap that ends training while the dev score still
 rises is a warning, in the final line and in the record (`warnings`).
@@ -25,7 +25,7 @@ stanza's trainers run in this process (their ``main(argv)``, the code behind
 rather than as subprocesses, because two of their steps cannot run offline and must be
 replaced for the duration of the call, which only works in-process (dev scoring by Java
 CoreNLP, retagging with a downloaded tagger), and the parser's epochs are reported one
-line each, also under --quiet: preprocess/stanza_offline.py.
+line each, also under --quiet: preprocess/parser_training/stanza_offline.py.
 
 """
 
@@ -36,8 +36,8 @@ import shutil
 import sys
 import time
 
-from .errors import PreprocessError
-from .stanza_model import FILES, RECORD, model_files, write_record
+from ..errors import PreprocessError
+from ..stanza_model import FILES, RECORD, model_files, write_record
 from .stanza_offline import EpochProgress, stanza_offline
 from .stopping import Plateau, StopTraining, tagger_stopping
 from .treebank import check_dev_labels, read_treebank, write_conllu
@@ -261,7 +261,7 @@ def train_parser(a, data, model_dir, files, common, hidden, record) -> None:
               f"{record['train_trees']} trees in batches of {batch} (optimizer switch after {epochs // 2}), until "
               f"{a.parser_patience} epochs bring no new best"
               + (f" or {a.parser_minutes:g} minutes" if a.parser_minutes else "")
-              + "; dev F1 by mgsa_preprocess.bracket_score")
+              + "; dev F1 by mgsa_preprocess.parser_training.bracket_score")
     t0 = time.time()
     rule = Plateau(a.parser_patience, a.parser_minutes and 60 * a.parser_minutes,
                    min_evals=epochs // 2 + a.parser_patience)
@@ -382,7 +382,7 @@ def train(a) -> dict:
     _stage(5, "loading the directory as mgsa-preprocess does and scoring the dev set" + (" and the test set"
                                                                                         if a.test else ""))
     from .parser_eval import evaluate, summary
-    from .stanza_model import load_pipeline
+    from ..stanza_model import load_pipeline
 
     pipeline = load_pipeline(new)
     record["dev"], _ = evaluate(new, dev_trees, pipeline, a.threads)
