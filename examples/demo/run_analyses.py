@@ -13,7 +13,7 @@
    registered system with an encoder self-attention of its own, the partition-only control,
    the majority baselines; the table is printed at the end.
 
-    python examples/analyses/run_analyses.py [--out analyses-out] [--train-size 2000] ...
+    python examples/demo/run_analyses.py [--out analyses-out] [--train-size 2000] ...
 
 Everything goes under --out (logs in --out/logs); no tracked file is touched.
 """
@@ -28,7 +28,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path[:0] = [ROOT, os.path.join(ROOT, "examples", "demo")]
+# this checkout's package, also where an older copy is installed; run_demo.py lies beside this script
+sys.path.insert(0, ROOT)
 if __name__ == "__main__":  # before the training, and before the imports below
     from fairseq_mgsa.preflight import require
     require("make analyses", ["sacrebleu", "plots"])

@@ -1,4 +1,4 @@
-"""The stopping rule of the recipes, written once (the demo imports it too): train until the
+"""The stopping rule of the recipes and the demo, written once: train until the
 validation score has not improved for PATIENCE validations in a row, one every VALID_INTERVAL
 updates, or until MAX_UPDATE updates (the cap), whichever comes first; the checkpoint with the
 best validation score is the one decoded. The score is the validation loss (the recipes'
@@ -10,10 +10,10 @@ validation at epoch ends (an epoch is not a multiple of the interval), so PATIEN
 VALID_INTERVAL updates without a new best always stop a run. The cap is in updates, not time,
 so where a run stops does not depend on the machine's load.
 
-    python examples/common/stopping.py args --patience 4 --valid-interval 250 --max-update 6000 [--metric bleu]
-    python examples/common/stopping.py summary CKPT_DIR/train.log [--json]
+    python -m fairseq_mgsa.analysis.compare.stopping args --patience 4 --valid-interval 250 --max-update 6000 [--metric bleu]
+    python -m fairseq_mgsa.analysis.compare.stopping summary CKPT_DIR/train.log [--json]
 
-`summary` prints what fairseq_mgsa/analysis/compare/trainlog.py reads from train.log (fairseq's
+`summary` prints what trainlog.py beside this file reads from train.log (fairseq's
 standard lines, left as they are; mgsa-compare's table reads the same): the update the run
 stopped at, its best validation loss (and BLEU) and the update of the best by the run's own
 --best-checkpoint-metric, how it stopped (`patience`, `cap`,
@@ -32,12 +32,13 @@ validations longer than one that was not stopped.
 import argparse
 import json
 import logging
-import os
 import sys
 from dataclasses import asdict, dataclass
 from typing import List, Optional
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from .trainlog import read_train_log as read_log
+
+PROG = "python -m fairseq_mgsa.analysis.compare.stopping"
 
 # Never reached: epoch-end validation and saving off, only every VALID_INTERVAL updates.
 NO_EPOCH_INTERVAL = "1000000"
@@ -107,15 +108,11 @@ class Summary:
 
 def read_train_log(path: str) -> Summary:
     """The run's stopping record from its train.log (appended to across resumes)."""
-    # imported here: the package imports fairseq, which `args` (run before every training) does not need
-    if ROOT not in sys.path:  # the checkout's package first, also where an older copy is installed
-        sys.path.insert(0, ROOT)
-    from fairseq_mgsa.analysis.compare.trainlog import read_train_log as read_log
     return Summary.of(read_log(path))
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="stopping.py", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
     a = sub.add_parser("args", help="the fairseq-train options of the rule, one a line")
     a.add_argument("--patience", type=int, required=True)
@@ -127,7 +124,7 @@ def main(argv=None):
     s.add_argument("logs", nargs="+")
     s.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
-    # before fairseq is imported: its speech tasks set up INFO logging at import, one stray line
+    # the libraries' INFO lines (fairseq's, matplotlib's) stay out of the rule's output
     logging.basicConfig(level=logging.WARNING)
     try:
         if args.command == "args":
@@ -136,7 +133,7 @@ def main(argv=None):
             return 0
         summaries = [read_train_log(path) for path in args.logs]
     except (ValueError, OSError) as e:
-        print(f"stopping.py: error: {e}", file=sys.stderr)
+        print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2
     for s in summaries:
         print(json.dumps(asdict(s)) if args.json else s.line())
