@@ -10,7 +10,7 @@ demo: install
 
 # attention maps and the probing table (Table 5) on the grammar corpus, under analyses-out/
 analyses: install
-	$(PYTHON) examples/analyses/run_analyses.py
+	$(PYTHON) examples/demo/run_analyses.py
 
 test: install
 	bash scripts/run_tests.sh

@@ -97,7 +97,7 @@ SYSTEMS: Dict[str, System] = {s.name: s for s in (
            {"base": "transformer", "big": "transformer_vaswani_wmt_en_de_big", "iwslt": "transformer_iwslt_de_en"},
            notes="the baseline"),
     # FFN widths from `python -m fairseq_mgsa.analysis.compare.matched --size SIZE` (built models'
-    # parameters; tests/test_systems.py checks them); the demo computes its own for its dimensions
+    # parameters; tests/fairseq_mgsa/test_systems.py checks them); the demo computes its own for its dimensions
     System("transformer_matched", "Transformer, parameter-matched to PBA interleaved QUERYK",
            {"base": "transformer", "big": "transformer_vaswani_wmt_en_de_big", "iwslt": "transformer_iwslt_de_en"},
            size_args={size: ("--encoder-ffn-embed-dim", str(width), "--decoder-ffn-embed-dim", str(width))

@@ -11,7 +11,7 @@ import torch
 
 from fairseq_mgsa import systems as registry
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from tests.paths import ROOT
 USER_DIR = os.path.join(ROOT, "fairseq_mgsa")
 TINY = ["--encoder-layers", "2", "--decoder-layers", "1", "--encoder-embed-dim", "16",
         "--decoder-embed-dim", "16", "--encoder-ffn-embed-dim", "32", "--decoder-ffn-embed-dim", "32",

@@ -16,7 +16,7 @@ import pytest
 
 from fairseq_mgsa import preflight
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from tests.paths import ROOT
 CODE_DIRS = ("fairseq_mgsa", "preprocess", "examples", "benchmarks", "tests")
 
 

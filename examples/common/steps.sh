@@ -315,7 +315,7 @@ step_train() {
   local sys_opts=() sys_extra=() extra=() stop=() fp16_flag out
   system_train_args "$SYSTEM" "$ARCH_SIZE" sys_opts
   if [ -n "${PATIENCE:-}" ]; then   # stopped on validation, MAX_UPDATE the cap (stopping.py)
-    out=$(python "$COMMON_DIR/stopping.py" args --patience "$PATIENCE" --valid-interval "$VALID_INTERVAL" \
+    out=$(python -m fairseq_mgsa.analysis.compare.stopping args --patience "$PATIENCE" --valid-interval "$VALID_INTERVAL" \
       --max-update "$MAX_UPDATE" --metric "$STOP_METRIC" --remove-bpe "@@ ") \
       || die "PATIENCE, VALID_INTERVAL, MAX_UPDATE, STOP_METRIC: see the message above"
     mapfile -t stop <<< "$out"

@@ -1,5 +1,5 @@
 """The demo's commands and its training (run_demo.py steps 4-5): every model trained by
-fairseq-train under the recipes' stopping rule (examples/common/stopping.py: validation every
+fairseq-train under the recipes' stopping rule (fairseq_mgsa.analysis.compare.stopping: validation every
 N updates, fairseq's --patience on the validation BLEU or loss, --max-update as the cap), `jobs` at a
 time, each with its own progress bar; what every run did is read back from its log."""
 
@@ -18,10 +18,11 @@ from tqdm import tqdm
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path[:0] = [p for p in (ROOT, os.path.join(ROOT, "examples", "common")) if p not in sys.path]
-import stopping  # noqa: E402  (examples/common/stopping.py: the recipes' rule, written once)
+if ROOT not in sys.path:  # this checkout's package, also where an older copy is installed
+    sys.path.insert(0, ROOT)
 from fairseq_mgsa import systems as registry  # noqa: E402
 from fairseq_mgsa.analysis import compare  # noqa: E402
+from fairseq_mgsa.analysis.compare import stopping  # noqa: E402  (the recipes' rule, written once)
 from fairseq_mgsa.analysis.compare.matched import PEER, matched_args  # noqa: E402
 
 USER_DIR = os.path.join(ROOT, "fairseq_mgsa")

@@ -20,7 +20,7 @@ are the constants below the imports.
    data and stopping rule, `--jobs` at a time (demo_train.py): validation every
    `--validate-every` updates, a stop after `--patience` validations without a new best
    validation BLEU (greedy decoding; `--metric loss` for the loss: fairseq's --patience,
-   examples/common/stopping.py's rule as in the recipes), `--max-update` the cap. A system
+   fairseq_mgsa/analysis/compare/stopping.py's rule as in the recipes), `--max-update` the cap. A system
    that reads trees (syntactic MG-SA, the paper's default) is trained on gold trees, and
    with --parser-rows once more on parser trees.
 5. `fairseq-generate` of every row's best checkpoint (checkpoint_best.pt) on the test set (a
@@ -49,7 +49,7 @@ from typing import Optional
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path[:0] = [ROOT, HERE]
+sys.path.insert(0, ROOT)  # this checkout's package, also where an older copy is installed
 if __name__ == "__main__":  # before any training, and before the imports below
     from fairseq_mgsa.preflight import require
     require("make demo", ["stanza", "sacrebleu", "compare", "plots"])

@@ -5,16 +5,10 @@ written independently of ``mgsa_preprocess.partition`` (which is iterative and w
 on the normalised tuples): the tests hold the implementation against it.
 """
 
-import os
-import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
-
-from mgsa_preprocess.synthetic import Node  # noqa: E402
+from mgsa_preprocess.synthetic import Node
 
 ROOT_LABELS = ("", "ROOT", "TOP")
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from fairseq.data import Dictionary
 
-from conftest import read_phrase_file, reference_levels
+from tests.preprocess.conftest import read_phrase_file, reference_levels
 from mgsa_preprocess.binarize import (PhraseFileWriter, PhraseJob, TagTable, commit_split, remap_tags, write_split)
 from mgsa_preprocess.errors import BadTree, PreprocessError
 from mgsa_preprocess.report import SplitReport

@@ -9,7 +9,8 @@ import sys
 import pytest
 from fairseq.data import Dictionary, data_utils
 
-from conftest import ROOT, read_phrase_file, reference_levels
+from tests.paths import ROOT
+from tests.preprocess.conftest import read_phrase_file, reference_levels
 from mgsa_preprocess.align import SPM_SPACE
 from mgsa_preprocess.cli import main
 from mgsa_preprocess.synthetic import Grammar, generate

@@ -21,7 +21,8 @@ from fairseq import options, tasks
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from conftest import ROOT, reference_levels
+from tests.paths import ROOT
+from tests.preprocess.conftest import reference_levels
 from mgsa_preprocess.cli import main as mgsa_preprocess
 from mgsa_preprocess.synthetic import Node
 

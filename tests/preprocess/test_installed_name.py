@@ -14,7 +14,7 @@ import shutil
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.paths import ROOT
 
 
 def build(tmp_path):

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conftest import read_phrase_file
+from tests.preprocess.conftest import read_phrase_file
 from mgsa_preprocess import parse
 from mgsa_preprocess.cli import main
 from mgsa_preprocess.errors import PreprocessError

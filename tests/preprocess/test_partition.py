@@ -5,7 +5,7 @@ import random
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from conftest import reference_levels
+from tests.preprocess.conftest import reference_levels
 from mgsa_preprocess.align import SPM_SPACE
 from mgsa_preprocess.binarize import PhraseJob, process_chunk
 from mgsa_preprocess.partition import partition

@@ -4,7 +4,10 @@ One module per kind of analysis, as compare-mt keeps them:
 
     runs.py      reading a user's files: hypotheses (plain or fairseq-generate's output),
                  run directories and their fairseq-train logs (speed, validation, where it stopped)
-    trainlog.py  where and why a fairseq-train run stopped (also examples/common/stopping.py's reader)
+    trainlog.py  where and why a fairseq-train run stopped
+    stopping.py  the stopping rule of the recipes and the demo: its fairseq-train options, and the
+                 stopping record read back by trainlog.py
+                 (`python -m fairseq_mgsa.analysis.compare.stopping args|summary`)
     scoring.py   sacrebleu's BLEU and chrF, paired bootstrap per seed pair and pooled, the verdict,
                  scores on a subset of the test set
     buckets.py   compare-mt's finer view (word accuracy, sentence buckets, n-grams, examples)

@@ -184,7 +184,7 @@ def stopping_rule(results: dict) -> str:
 
 
 def rule_score(rule: dict) -> str:
-    """What the stopping rule watches (examples/common/stopping.py's metric)."""
+    """What the stopping rule watches (fairseq_mgsa/analysis/compare/stopping.py's metric)."""
     return ("validation BLEU (greedy decoding, fairseq's --eval-bleu)" if rule.get("metric") == "bleu"
             else "validation loss")
 

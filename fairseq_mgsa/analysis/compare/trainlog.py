@@ -1,6 +1,6 @@
 """Where and why a fairseq-train run stopped, read from its train.log (fairseq's own lines, left
 as they are). The one reader of these facts: mgsa-compare's table (runs.read_stop) and the
-recipes' stopping record (examples/common/stopping.py summary) both print what it returns.
+recipes' stopping record (stopping.py summary) both print what it returns.
 
 A log may hold several sessions of one run (appended across resumes); the stop is that of the
 last session, the validations and the minutes are the run's.

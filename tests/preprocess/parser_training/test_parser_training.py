@@ -10,7 +10,7 @@ from collections import Counter
 
 import pytest
 
-from conftest import ROOT
+from tests.paths import ROOT
 from mgsa_preprocess.errors import PreprocessError
 from mgsa_preprocess.parser_training.evalb import evalb_brackets, evalb_score_pairs
 from mgsa_preprocess.parser_training.stanza_offline import EpochProgress

@@ -14,7 +14,8 @@ import pytest
 from fairseq.data import Dictionary, data_utils
 from subword_nmt.learn_bpe import learn_bpe
 
-from conftest import ROOT, read_phrase_file, reference_levels
+from tests.paths import ROOT
+from tests.preprocess.conftest import read_phrase_file, reference_levels
 from mgsa_preprocess.cli import main
 from mgsa_preprocess.synthetic import Node, write_corpus
 

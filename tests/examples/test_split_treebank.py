@@ -1,0 +1,42 @@
+"""examples/common/split_treebank.py: the treebank split in file order, deterministic."""
+
+import os
+import subprocess
+import sys
+
+from tests.paths import ROOT
+SCRIPT = os.path.join(ROOT, "examples", "common", "split_treebank.py")
+
+
+def run(*args):
+    return subprocess.run([sys.executable, SCRIPT, *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True)
+
+
+def test_split_in_file_order_one_tree_a_line(tmp_path):
+    trees = tmp_path / "trees"
+    trees.mkdir()
+    # 7 trees over three .mrg files (multi-line, as the PTB writes them) and a README that is not read
+    texts = [f"( (S (NP (NN w{i}) ) (VP (VBD ran) )\n    (. .) ))\n" for i in range(7)]
+    (trees / "wsj_0002.mrg").write_text(texts[3] + "\n" + texts[4])
+    (trees / "wsj_0001.mrg").write_text("".join(texts[:3]))
+    (trees / "wsj_0003.mrg").write_text(texts[5] + texts[6])
+    (trees / "README").write_text("not a tree\n")
+    proc = run("--trees", trees, "--out", tmp_path / "split", "--dev", 2, "--test", 1)
+    assert proc.returncode == 0, proc.stderr
+    flat = [" ".join(t.split()) + "\n" for t in texts]
+    parts = {n: (tmp_path / "split" / f"{n}.mrg").read_text() for n in ("train", "dev", "test")}
+    assert parts == {"train": "".join(flat[:4]), "dev": "".join(flat[4:6]), "test": flat[6]}
+    assert proc.stderr.strip().endswith("train.mrg 4, dev.mrg 2, test.mrg 1")
+    # files given one by one are taken in the order given
+    proc = run("--trees", trees / "wsj_0003.mrg", trees / "wsj_0001.mrg", "--out", tmp_path / "s2", "--dev", 1,
+               "--test", 1)
+    assert (tmp_path / "s2" / "train.mrg").read_text() == "".join(flat[5:7] + flat[:1])
+
+
+def test_too_few_trees_is_a_one_line_error(tmp_path):
+    (tmp_path / "a.mrg").write_text("(S (NN a))\n(S (NN b))\n")
+    proc = run("--trees", tmp_path / "a.mrg", "--out", tmp_path / "out")
+    assert proc.returncode == 1 and not (tmp_path / "out").exists()
+    assert proc.stderr.strip() == ("split_treebank.py: error: 2 trees in 1 files: too few for 400 dev and 400 test "
+                                   "trees and at least one training tree")

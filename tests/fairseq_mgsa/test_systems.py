@@ -1,0 +1,101 @@
+"""The registry of systems (fairseq_mgsa/systems.py): every entry builds with fairseq at every
+size, its command line gives what the recipes read, and it stands alone (no fairseq import)."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from fairseq_mgsa import systems
+
+from tests.paths import ROOT
+SCRIPT = os.path.join(ROOT, "fairseq_mgsa", "systems.py")
+
+
+def cli(*args):
+    return subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("size", systems.SIZES)
+def test_every_system_parses_with_fairseq_at_every_size(size, tmp_path):
+    from fairseq import options
+    from fairseq.models import ARCH_MODEL_REGISTRY
+
+    for s in systems.SYSTEMS.values():
+        assert s.arch(size) in ARCH_MODEL_REGISTRY, (s.name, size)
+        parser = options.get_training_parser()
+        args = options.parse_args_and_arch(parser, input_args=[
+            str(tmp_path), "--user-dir", os.path.join(ROOT, "fairseq_mgsa"), *s.train_args(size)])
+        assert (args.task, args.arch, args.criterion) == (s.task, s.arch(size), s.criterion)
+        if size in ("tiny", "cpu"):
+            assert args.encoder_embed_dim == 128 and args.encoder_layers == 3
+            assert args.encoder_ffn_embed_dim == (256 if size == "tiny" else 512) or s.name == "transformer_matched"
+        opts = list(s.model_args) + ["--end"]
+        for opt, value in zip(opts, opts[1:]):  # each option with its value (a flag: True) reaches fairseq
+            if opt.startswith("--"):
+                expected = True if value.startswith("--") else value
+                assert str(getattr(args, opt[2:].replace("-", "_"))) == str(expected), (s.name, opt)
+
+
+def test_the_paper_default_and_the_baseline():
+    syntactic = systems.get("mgsa_syntactic")
+    assert syntactic.needs_trees and syntactic.task == "mgsa_translation"
+    assert syntactic.arch("big") == "mgsa_transformer_big_syntactic"
+    assert syntactic.criterion == "label_smoothed_cross_entropy_with_phrase_tags"
+    assert systems.get(systems.BASELINE).arch("big") == "transformer_vaswani_wmt_en_de_big"
+    assert [s.name for s in systems.select("transformer, mgsa_ngram")] == ["transformer", "mgsa_ngram"]
+    assert systems.select("") == list(systems.SYSTEMS.values())
+    with pytest.raises(systems.UnknownSystem, match="unknown system 'nope'; registered: transformer"):
+        systems.get("nope")
+    with pytest.raises(ValueError, match="phrase files are read by the mgsa_translation task"):
+        systems.System("x", "X", systems.sized("mgsa_transformer"), needs_trees=True)
+
+
+def test_command_line_without_fairseq():
+    proc = cli("args", "mgsa_syntactic", "--size", "iwslt", "--lines")
+    assert proc.returncode == 0 and proc.stdout.splitlines() == systems.get("mgsa_syntactic").train_args("iwslt")
+    assert cli("args", "mgsa_ngram_onlstm").stdout.strip() == (
+        "--task translation --arch mgsa_transformer --mgsa-interaction onlstm "
+        "--criterion label_smoothed_cross_entropy")
+    assert cli("needs-trees", "transformer", "mgsa_ngram").stdout == "no\n"
+    assert cli("needs-trees", "transformer", "mgsa_syntactic").stdout == "yes\n"
+    assert cli("get", "mgsa_syntactic", "task").stdout == "mgsa_translation\n"
+    assert cli("names").stdout.split() == list(systems.SYSTEMS)
+    bad = cli("needs-trees", "transformer", "nope")
+    assert bad.returncode == 2 and bad.stdout == ""
+    assert bad.stderr.strip().splitlines() == [
+        f"python -m fairseq_mgsa.systems: error: unknown system 'nope'; registered: {', '.join(systems.SYSTEMS)}"]
+    # read as a script, the registry imports neither fairseq nor torch
+    proc = subprocess.run([sys.executable, "-c", f"import runpy, sys; runpy.run_path({SCRIPT!r}); "
+                           "print('fairseq' in sys.modules, 'torch' in sys.modules)"], capture_output=True, text=True)
+    assert proc.stdout.strip() == "False False"
+
+
+@pytest.mark.parametrize("size", ["tiny", "cpu", "base", "big"])
+def test_parameter_matched_baseline_within_5_percent_of_its_peer(size):
+    """Counted from built models (meta device), whole models with a 32,000-word joined dictionary."""
+    from fairseq_mgsa.analysis.compare.matched import PEER, count_params, matched_args, model_args
+
+    matched, peer = systems.get("transformer_matched"), systems.get(PEER)
+    n_matched = count_params(model_args(matched.train_args(size)), vocab=32000)[0]
+    n_peer = count_params(model_args(peer.train_args(size)), vocab=32000)[0]
+    n_base = count_params(model_args(systems.get("transformer").train_args(size)), vocab=32000)[0]
+    assert abs(n_matched - n_peer) <= 0.05 * n_peer and n_base < 0.8 * n_peer  # the peer is larger: matching matters
+    # the registry's widths are what matched_args finds from built models
+    base_args = systems.get("transformer").train_args(size)
+    assert matched_args(base_args, peer.train_args(size)) == list(matched.size_args[size])
+
+
+def test_parameter_matched_baseline_at_other_dimensions():
+    """matched_args for other dimensions (as the demo's): within 5% of the peer, built."""
+    from fairseq_mgsa.analysis.compare.matched import PEER, count_params, matched_args, model_args
+
+    dims = ["--encoder-layers", "2", "--decoder-layers", "2", "--encoder-embed-dim", "64", "--decoder-embed-dim", "64",
+            "--encoder-ffn-embed-dim", "128", "--decoder-ffn-embed-dim", "128",
+            "--encoder-attention-heads", "4", "--decoder-attention-heads", "4"]
+    base = ["--arch", "transformer", *dims]
+    peer = ["--arch", systems.get(PEER).arch("base"), *dims]
+    opts = matched_args(base, peer)
+    n_matched, n_peer = count_params(base + opts, vocab=100)[0], count_params(peer, vocab=100)[0]
+    assert abs(n_matched - n_peer) <= 0.05 * n_peer and int(opts[1]) > 128
