@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT
+from tests.paths import ROOT
 from mgsa_preprocess.parser_training.stopping import Plateau
 
 ENV = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from tests.paths import ROOT
 LOCK = os.path.join(ROOT, "requirements", "lock-py3.11.txt")
 
 FAKE_PYTHON = """#!/usr/bin/env bash
