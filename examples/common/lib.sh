@@ -13,24 +13,56 @@ die() { echo "$(basename "$0"): error: $*" >&2; exit 1; }
 # need CMD [HINT]: stop unless CMD is on PATH (the hint says how to get it).
 need() { command -v "$1" >/dev/null 2>&1 || die "'$1' not found${2:+: $2}"; }
 
-# Step markers, for resuming: a step (or part of one) that finished leaves
-# $WORKDIR/.done/NAME; rerunning the script skips it. Delete the marker to redo it.
-is_done() { [ -f "$WORKDIR/.done/$1" ]; }
-mark_done() { mkdir -p "$WORKDIR/.done" && date > "$WORKDIR/.done/$1"; }
-
-# run_step NAME FUNCTION: run FUNCTION unless step NAME is done; mark it done after.
-run_step() {
-  if is_done "$1"; then
-    log "$1: done already (delete $WORKDIR/.done/$1 to redo it)"
-    return 0
+# Step markers, for resuming: a step (or part of one) that finished leaves $WORKDIR/.done/NAME,
+# the date and then the settings it was made with (e.g. "BPE_MERGES=8000 LEVELS=3"). It is done
+# while its marker is there, made with the same settings, and none of its input files is newer
+# than the marker; otherwise a rerun redoes it and says why. Delete the marker to redo it anyway.
+# (A marker without a settings line, written before they were recorded, matches any settings.)
+#   stale_reason NAME [SETTINGS [INPUT...]]: why the marker no longer stands (nothing when it does or is absent)
+#   is_done NAME [SETTINGS [INPUT...]]; mark_done NAME [SETTINGS]
+stale_reason() {
+  local marker=$WORKDIR/.done/$1 settings=${2-} old f
+  [ -f "$marker" ] || return 0
+  shift
+  [ $# -gt 0 ] && shift
+  if [ "$(wc -l < "$marker")" -ge 2 ]; then
+    old=$(sed -n 2p "$marker")
+    [ "$old" = "$settings" ] || { echo "made with ${old:-no settings}, now ${settings:-none}"; return 0; }
   fi
-  "$2"
-  mark_done "$1"
-  log "$1: done"
+  for f in "$@"; do
+    if [ "$f" -nt "$marker" ]; then echo "$f changed since"; return 0; fi
+  done
+}
+is_done() { [ -f "$WORKDIR/.done/$1" ] && [ -z "$(stale_reason "$@")" ]; }
+mark_done() { mkdir -p "$WORKDIR/.done" && { date; printf '%s\n' "${2-}"; } > "$WORKDIR/.done/$1"; }
+
+# run_step NAME FUNCTION [SETTINGS [INPUT...]]: run FUNCTION unless step NAME is done with these
+# SETTINGS and INPUT files (see is_done); mark it done after.
+run_step() {
+  local name=$1 fn=$2 reason
+  shift 2
+  if [ -f "$WORKDIR/.done/$name" ]; then
+    reason=$(stale_reason "$name" "$@")
+    if [ -z "$reason" ]; then
+      log "$name: done already (delete $WORKDIR/.done/$name to redo it)"
+      return 0
+    fi
+    log "$name: redoing it: $reason"
+    rm -f "$WORKDIR/.done/$name"
+  fi
+  "$fn"
+  mark_done "$name" "${1-}"
+  log "$name: done"
 }
 
-# lines FILE: number of lines.
-lines() { wc -l < "$1" | tr -d ' '; }
+# replace_if_changed NEW TARGET: move NEW onto TARGET unless TARGET has the same bytes already
+# (then NEW is deleted): TARGET keeps its time, so the steps that read it are not redone.
+replace_if_changed() {
+  if cmp -s "$1" "$2"; then rm -f "$1"; else mv "$1" "$2"; fi
+}
+
+# lines FILE: number of lines, a last line without its final newline counted too (wc -l would not).
+lines() { awk 'END { print NR }' "$1"; }
 
 # same_lines A B: stop unless A and B have the same number of lines.
 same_lines() {
@@ -55,25 +87,50 @@ check_raw() {
   log "raw corpus in $RAW_DIR: $(lines "$RAW_DIR/train.$SRC") train, $(lines "$RAW_DIR/valid.$SRC") valid, $(lines "$RAW_DIR/test.$SRC") test pairs"
 }
 
-# exit_if_downloaded: end the download script (status 0) when SKIP_DOWNLOAD=1 (after checking
-# RAW_DIR) or when the download is done already.
+# exit_if_downloaded [SETTINGS]: end the download script (status 0) when SKIP_DOWNLOAD=1 (after
+# checking RAW_DIR) or when the download is done already with the same SETTINGS (the recipe's
+# choice of files, e.g. "MULTI30K_TEST=test_2016_flickr"); the script marks it done with them.
 exit_if_downloaded() {
+  local reason
   if [ "$SKIP_DOWNLOAD" = 1 ]; then
     log "SKIP_DOWNLOAD=1: using the files in $RAW_DIR"
     check_raw
     exit 0
   fi
-  if is_done 01_download; then
-    log "01_download: done already (delete $WORKDIR/.done/01_download to redo it)"
-    exit 0
+  if [ -f "$WORKDIR/.done/01_download" ]; then
+    reason=$(stale_reason 01_download "${1-}")
+    if [ -z "$reason" ]; then
+      log "01_download: done already (delete $WORKDIR/.done/01_download to redo it)"
+      exit 0
+    fi
+    log "01_download: redoing it: $reason"
+    rm -f "$WORKDIR/.done/01_download"
   fi
 }
 
-# fetch_stanza_models: stanza's PARSER_LANG models (tokenize, pos, constituency) into STANZA_DIR.
+# fetch_stanza_models: stanza's PARSER_LANG models (tokenize, pos, constituency) into STANZA_DIR;
+# on failure one line with the cause (stanza's own output, tracebacks included, is kept in
+# STANZA_DIR/download.log).
 fetch_stanza_models() {
+  local why
   log "fetching stanza's $PARSER_LANG models (tokenize, pos, constituency) into $STANZA_DIR"
-  python -c "import stanza, sys; stanza.download(sys.argv[1], model_dir=sys.argv[2], processors='tokenize,pos,constituency')" \
-    "$PARSER_LANG" "$STANZA_DIR" || die "could not fetch stanza's models for '$PARSER_LANG' (the model hub needs network)"
+  mkdir -p "$STANZA_DIR"
+  if ! python - "$PARSER_LANG" "$STANZA_DIR" > "$STANZA_DIR/download.log" 2>&1 <<'PY'; then
+import sys
+import traceback
+import stanza
+try:
+    stanza.download(sys.argv[1], model_dir=sys.argv[2], processors="tokenize,pos,constituency")
+except Exception as e:
+    traceback.print_exc()  # into the log; the last line is the cause
+    cause = e
+    while cause.__context__ is not None and not str(cause):
+        cause = cause.__context__
+    sys.exit(f"{type(e).__name__}: {str(cause).splitlines()[0] if str(cause) else ''}")
+PY
+    why=$(tail -n 1 "$STANZA_DIR/download.log")
+    die "could not fetch stanza's models for '$PARSER_LANG' (the model hub needs network): ${why} (log: $STANZA_DIR/download.log)"
+  fi
 }
 
 # num_gpus: the GPUs this job may use: those CUDA_VISIBLE_DEVICES names when it is set (as

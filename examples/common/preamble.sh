@@ -47,3 +47,5 @@ USER_DIR=${USER_DIR:-}             # --user-dir; empty: the fairseq_mgsa package
 
 # shellcheck source=steps.sh
 source "$(dirname "${BASH_SOURCE[0]}")/steps.sh"
+# a typo in any setting stops here, before the step works (not hours later in the step that reads it)
+check_settings

@@ -3,12 +3,15 @@
 # then the comparison. Every step skips what is done, so rerunning resumes.
 # shellcheck shell=bash
 
-# recipe_step DIR SCRIPT...: run each numbered SCRIPT of the recipe in DIR unless its number is below FROM_STEP.
+# recipe_step DIR SCRIPT...: run each numbered SCRIPT of the recipe in DIR unless its number is
+# below FROM_STEP; stop at the first that fails, with its status. Tested explicitly: run_one
+# calls this on the left of ||, where bash ignores set -e (a failed training would otherwise
+# be followed by decoding a stale checkpoint).
 recipe_step() {
   local dir=$1 script
   shift
   for script in "$@"; do
-    if [ "$((10#${script:0:2}))" -ge "$FROM_STEP" ]; then bash "$dir/$script"; fi
+    if [ "$((10#${script:0:2}))" -ge "$FROM_STEP" ]; then bash "$dir/$script" || return; fi
   done
 }
 
@@ -54,8 +57,12 @@ run_recipe() {
   for system in $SYSTEMS; do
     for seed in $(seeds_of "$system"); do
       run=$(run_name "$system" "$seed")
-      [ -f "$WORKDIR/logs/$run.failed" ] && failed+=("$run")
-      if [ -f "$WORKDIR/results/$run/bleu.txt" ]; then cat "$WORKDIR/results/$run/bleu.txt"; fi
+      # a failed run's bleu.txt, if any, is an earlier session's: not shown
+      if [ -f "$WORKDIR/logs/$run.failed" ]; then
+        failed+=("$run")
+      elif [ -f "$WORKDIR/results/$run/bleu.txt" ]; then
+        cat "$WORKDIR/results/$run/bleu.txt"
+      fi
     done
   done
   [ "${#failed[@]}" = 0 ] || die "runs failed: ${failed[*]} (see $WORKDIR/logs/RUN.log; rerun to resume them)"

@@ -43,6 +43,16 @@ systems_need_trees() {
   systems_py needs-trees "${names[@]}"
 }
 
+# check_settings: every setting a step reads (the recipe's variables, from its defaults.sh and the
+# environment), checked before any step works; a bad one stops the script with one line naming
+# each (examples/common/check_settings.py). preamble.sh runs it, so every step script does.
+check_settings() {
+  local name
+  for name in $(compgen -v); do
+    if [[ "$name" =~ ^[A-Z][A-Z0-9_]*$ ]]; then printf '%s=%s\0' "$name" "${!name-}"; fi
+  done | python "$COMMON_DIR/check_settings.py" --prog "$(basename "$0")" --user-dir "${USER_DIR:-}" || exit 1
+}
+
 # split_words VAR ARRAY: split the string in VAR into the array ARRAY (for FAIRSEQ_EXTRA and friends).
 split_words() { read -r -a "$2" <<< "${!1:-}"; }
 
@@ -51,38 +61,54 @@ cased_dir() { if [ "$LOWERCASE" = 1 ]; then echo "$WORKDIR/tok/cased"; else echo
 
 # 02: Moses tokenisation of RAW_DIR/{split}.{lang} into tok/full (punctuation normalised for
 # the splits in NORM_SPLITS), then cleaning of the splits in CLEAN_SPLITS (the kept line
-# numbers in {split}.kept beside them), then lowercasing when LOWERCASE=1.
+# numbers in {split}.kept beside them), then lowercasing when LOWERCASE=1. A file whose content
+# does not change keeps its time, so that a redone step 02 (one split changed) does not make the
+# later steps redo the other splits' work.
 step_tokenize() {
   need sacremoses "pip install sacremoses"
-  local split lang norm tok=$WORKDIR/tok cased
+  local split lang norm how ext tok=$WORKDIR/tok cased
   cased=$(cased_dir)
   mkdir -p "$tok/full" "$cased"
   for split in "${SPLITS[@]}"; do
     need_files "$RAW_DIR/$split.$SRC" "$RAW_DIR/$split.$TGT"
     same_lines "$RAW_DIR/$split.$SRC" "$RAW_DIR/$split.$TGT"
     for lang in "$SRC" "$TGT"; do
-      is_done "02_tokenize.$split.$lang" && continue
       norm=0
       in_list "$split" "$NORM_SPLITS" && norm=1
-      log "tokenizing $RAW_DIR/$split.$lang (normalise $norm, split hyphens $AGGRESSIVE_DASH)"
+      how="normalise $norm, split hyphens $AGGRESSIVE_DASH"
+      is_done "02_tokenize.$split.$lang" "$how" "$RAW_DIR/$split.$lang" && continue
+      log "tokenizing $RAW_DIR/$split.$lang ($how)"
       moses_tokenize "$lang" "$WORKERS" "$norm" "$AGGRESSIVE_DASH" < "$RAW_DIR/$split.$lang" \
         > "$tok/full/$split.$lang.partial"
-      mv "$tok/full/$split.$lang.partial" "$tok/full/$split.$lang"
+      replace_if_changed "$tok/full/$split.$lang.partial" "$tok/full/$split.$lang"
       same_lines "$RAW_DIR/$split.$lang" "$tok/full/$split.$lang"
-      mark_done "02_tokenize.$split.$lang"
+      mark_done "02_tokenize.$split.$lang" "$how"
     done
     if in_list "$split" "$CLEAN_SPLITS"; then
-      python "$COMMON_DIR/clean_corpus.py" "$tok/full/$split" "$cased/$split" "$SRC" "$TGT" \
+      python "$COMMON_DIR/clean_corpus.py" "$tok/full/$split" "$cased/$split.new" "$SRC" "$TGT" \
         --min-len 1 --max-len "$MAX_LEN" --ratio "$LEN_RATIO"
+      for ext in "$SRC" "$TGT" kept; do replace_if_changed "$cased/$split.new.$ext" "$cased/$split.$ext"; done
     else
-      cp "$tok/full/$split.$SRC" "$cased/$split.$SRC"
-      cp "$tok/full/$split.$TGT" "$cased/$split.$TGT"
+      for lang in "$SRC" "$TGT"; do
+        cp "$tok/full/$split.$lang" "$cased/$split.$lang.new"
+        replace_if_changed "$cased/$split.$lang.new" "$cased/$split.$lang"
+      done
       rm -f "$cased/$split.kept"
     fi
     if [ "$LOWERCASE" = 1 ]; then
-      for lang in "$SRC" "$TGT"; do lowercase < "$cased/$split.$lang" > "$tok/$split.$lang"; done
+      for lang in "$SRC" "$TGT"; do
+        lowercase < "$cased/$split.$lang" > "$tok/$split.$lang.new"
+        replace_if_changed "$tok/$split.$lang.new" "$tok/$split.$lang"
+      done
     fi
   done
+}
+
+# run_tokenize: step 02, redone when a raw file or a setting of the tokenisation changed.
+run_tokenize() {
+  local inputs=() split
+  for split in "${SPLITS[@]}"; do inputs+=("$RAW_DIR/$split.$SRC" "$RAW_DIR/$split.$TGT"); done
+  run_step 02_tokenize step_tokenize "NORM_SPLITS=$NORM_SPLITS AGGRESSIVE_DASH=$AGGRESSIVE_DASH LOWERCASE=$LOWERCASE CLEAN_SPLITS=$CLEAN_SPLITS MAX_LEN=$MAX_LEN LEN_RATIO=$LEN_RATIO" "${inputs[@]}"
 }
 
 # 03: constituency trees of the source: tok/{split}.{SRC}.tree, one per line of tok/{split}.{SRC}.
@@ -125,6 +151,26 @@ step_parse() {
   done
 }
 
+# parse_inputs: the files step 03 reads (the text it parses, the gold trees or the trained
+# parser's record): a change in one redoes the step (and a parse shard, for the text and parser).
+parse_inputs() {
+  local split
+  for split in "${SPLITS[@]}"; do
+    echo "$WORKDIR/tok/$split.$SRC"
+    echo "$(cased_dir)/$split.$SRC"
+    if [ -n "$TREES_DIR" ]; then echo "$TREES_DIR/$split.$SRC.tree"; fi
+  done
+  if [ -z "$TREES_DIR" ]; then echo "$STANZA_DIR/mgsa_parser.json"; fi
+}
+
+# run_parse: step 03, redone when its inputs (parse_inputs) or where the trees come from changed.
+run_parse() {
+  local inputs=() from="TREES_DIR=$TREES_DIR"
+  mapfile -t inputs < <(parse_inputs)
+  [ -n "$TREES_DIR" ] || from="STANZA_DIR=$STANZA_DIR"
+  run_step 03_parse step_parse "$from LOWERCASE=$LOWERCASE" "${inputs[@]}"
+}
+
 # exit_unless_trees_needed: end 03_parse.sh (status 0) when no system of SYSTEMS reads trees.
 exit_unless_trees_needed() {
   local trees
@@ -143,14 +189,31 @@ check_parser() {
     die "no stanza constituency model for '$PARSER_LANG' in $STANZA_DIR: run 01_download.sh on a machine with network (or python -c \"import stanza; stanza.download('$PARSER_LANG', model_dir='$STANZA_DIR', processors='tokenize,pos,constituency')\") and copy $STANZA_DIR here, or give gold trees with TREES_DIR"
   fi
   [[ "$NUM_SHARDS" =~ ^[1-9][0-9]*$ ]] || die "NUM_SHARDS must be a positive number (got '$NUM_SHARDS')"
+  parser_warnings "$STANZA_DIR"
+}
+
+# parser_warnings DIR: repeat (once a script) the warnings mgsa-train-parser recorded with the
+# parser in DIR, if it trained it: a cap (of steps, epochs or time) that cut its training while
+# its dev score still rose.
+parser_warnings() {
+  { [ -f "$1/mgsa_parser.json" ] && [ -z "${PARSER_WARNED:-}" ]; } || return 0
+  PARSER_WARNED=1
+  python - "$1" "$(basename "$0")" <<'PY' >&2 || true
+import json, os, sys
+model_dir, script = sys.argv[1:]
+with open(os.path.join(model_dir, "mgsa_parser.json"), encoding="utf-8") as f:
+    for warning in json.load(f).get("warnings") or []:
+        print(f"{script}: warning: the parser in {model_dir}: {warning}")
+PY
 }
 
 # parse_shard I JOB: stanza parses shard I of NUM_SHARDS of every split (mgsa-preprocess
 # --shard-id I, into WORKDIR/parse/trees/shards) on the GPU of parse job JOB (see
 # gpu_for_job); a shard parsed before, by this script or by a SHARD_ID run, is skipped.
 parse_shard() {
-  local i=$1 gpu cased where=CPU
-  if is_done "03_parse.shard$i-of-$NUM_SHARDS"; then
+  local i=$1 gpu cased where=CPU inputs=()
+  mapfile -t inputs < <(parse_inputs)
+  if is_done "03_parse.shard$i-of-$NUM_SHARDS" "" "${inputs[@]}"; then
     log "shard $i of $NUM_SHARDS: parsed already"
     return 0
   fi
@@ -225,6 +288,11 @@ step_bpe() {
   mv "$codes.partial" "$codes"
 }
 
+# run_bpe: step 04 (its marker names BPE_MERGES), redone when the training text changed.
+run_bpe() {
+  run_step "04_bpe.$BPE_MERGES" step_bpe "" "$WORKDIR/tok/train.$SRC" "$WORKDIR/tok/train.$TGT"
+}
+
 # 05: mgsa-preprocess: BPE applied to both sides, a joined dictionary, fairseq binaries,
 # the phrase files of the top LEVELS tree levels and the tag dictionary, into DATA_BIN.
 step_preprocess() {
@@ -270,16 +338,25 @@ apply_bpe(sys.argv[1], sys.argv[2], sys.argv[3], workers=int(sys.argv[4]), progr
 
 # preprocess_for_systems: step 05 as SYSTEMS need it: with phrase files when one reads trees;
 # else without, unless the binaries with phrase files are there already (they serve every system).
+# Redone when BPE_MERGES (or LEVELS, LENIENT) or a file it reads changed, or DATA_BIN has no binaries.
 preprocess_for_systems() {
-  local trees
+  local trees split lang text=() with_trees=() codes=$WORKDIR/bpe/codes.$BPE_MERGES marker
   trees=$(systems_need_trees) || exit 1
+  for split in "${SPLITS[@]}"; do
+    for lang in "$SRC" "$TGT"; do text+=("$WORKDIR/tok/$split.$lang"); done
+    with_trees+=("$WORKDIR/tok/$split.$SRC.tree")
+  done
+  if [ ! -f "$DATA_BIN/dict.$SRC.txt" ]; then  # a marker of binaries made in another DATA_BIN
+    for marker in 05_preprocess 05_preprocess.text; do rm -f "$WORKDIR/.done/$marker"; done
+  fi
+  local tree_settings="BPE_MERGES=$BPE_MERGES LEVELS=$LEVELS LENIENT=$LENIENT"
   if [ "$trees" = yes ]; then
-    run_step 05_preprocess step_preprocess
-  elif is_done 05_preprocess; then
+    run_step 05_preprocess step_preprocess "$tree_settings" "$codes" "${text[@]}" "${with_trees[@]}"
+  elif is_done 05_preprocess "$tree_settings" "$codes" "${text[@]}" "${with_trees[@]}"; then
     log "05_preprocess: done already, with phrase files (no system of '$SYSTEMS' reads them; the binaries serve them all)"
   else
     log "no system of '$SYSTEMS' reads trees: binarizing without phrase files"
-    run_step 05_preprocess.text step_preprocess_text
+    run_step 05_preprocess.text step_preprocess_text "BPE_MERGES=$BPE_MERGES" "$codes" "${text[@]}"
   fi
 }
 
@@ -306,13 +383,33 @@ fp16_flags() {
   if [ "$FP16" = 1 ] || { [ "$FP16" = auto ] && has_cuda; }; then echo --fp16; fi
 }
 
+# data_fingerprint: a checksum of what training reads from DATA_BIN (the dictionaries, and the
+# sentence lengths of the training and validation binaries: any other BPE or text changes them).
+data_fingerprint() {
+  local pair=$SRC-$TGT
+  (cd "$DATA_BIN" 2>/dev/null && cksum "dict.$SRC.txt" "dict.$TGT.txt" "train.$pair.$SRC.idx" "train.$pair.$TGT.idx" \
+    "valid.$pair.$SRC.idx" "valid.$pair.$TGT.idx" 2>&1) | cksum | cut -d' ' -f1
+}
+
+# run_train: step 06 (its marker names the run and MAX_UPDATE), redone when the data changed;
+# step_train then refuses to resume checkpoints trained on other data.
+run_train() {
+  run_step "06_train.$RUN_NAME.$MAX_UPDATE" step_train "data $(data_fingerprint)"
+}
+
 # 06: fairseq-train (settings: see the numbered script), resuming from
-# CKPT_DIR/checkpoint_last.pt when there is one (fairseq does that by itself).
+# CKPT_DIR/checkpoint_last.pt when there is one (fairseq does that by itself), unless those
+# checkpoints were trained on other data (CKPT_DIR/data_fingerprint, see data_fingerprint).
 step_train() {
   need fairseq-train "install fairseq-mgsa (bash scripts/install.sh)"
   check_user_dir
   need_files "$DATA_BIN/dict.$SRC.txt"
-  local sys_opts=() sys_extra=() extra=() stop=() fp16_flag out
+  local sys_opts=() sys_extra=() extra=() stop=() fp16_flag out data
+  data=$(data_fingerprint)
+  if [ -f "$CKPT_DIR/checkpoint_last.pt" ] && [ -f "$CKPT_DIR/data_fingerprint" ] \
+      && [ "$(cat "$CKPT_DIR/data_fingerprint")" != "$data" ]; then
+    die "the data in $DATA_BIN changed since the checkpoints in $CKPT_DIR were trained (its dictionary or training text: BPE_MERGES, the corpus or its tokenisation): delete $CKPT_DIR to train $RUN_NAME afresh"
+  fi
   system_train_args "$SYSTEM" "$ARCH_SIZE" sys_opts
   if [ -n "${PATIENCE:-}" ]; then   # stopped on validation, MAX_UPDATE the cap (stopping.py)
     out=$(python -m fairseq_mgsa.analysis.compare.stopping args --patience "$PATIENCE" --valid-interval "$VALID_INTERVAL" \
@@ -328,6 +425,7 @@ step_train() {
   [ "${GPUS:-0}" -ge 1 ] && extra=(--distributed-world-size "$GPUS" "${extra[@]}")
   fp16_flag=$(fp16_flags)
   mkdir -p "$CKPT_DIR"
+  echo "$data" > "$CKPT_DIR/data_fingerprint"
   log "training $RUN_NAME: $SYSTEM = ${sys_opts[*]}${sys_extra[*]:+ ${sys_extra[*]}}; ${GPUS:-0} GPUs x max tokens $MAX_TOKENS x update freq $UPDATE_FREQ, lr $LR, dropout $DROPOUT, $MAX_UPDATE updates${PATIENCE:+ at most (stopped after $PATIENCE validations every $VALID_INTERVAL updates without a better $STOP_METRIC)}${fp16_flag:+, fp16} -> $CKPT_DIR"
   # shellcheck disable=SC2086  # $fp16_flag is empty or one word
   fairseq-train "$DATA_BIN" --user-dir "$USER_DIR" "${sys_opts[@]}" "${sys_extra[@]}" \
@@ -361,7 +459,8 @@ step_average_and_generate() {
     *) die "DECODE_CHECKPOINT must be average or best (got '$DECODE_CHECKPOINT')" ;;
   esac
   if { [ "$avg" -nt "$CKPT_DIR/checkpoint_last.pt" ] || [ "$DECODE_CHECKPOINT" = best ]; } \
-      && [ "$out/hyp.tok" -nt "$CKPT_DIR/checkpoint_last.pt" ] && [ "$out/hyp.tok" -nt "$avg" ]; then
+      && [ "$out/hyp.tok" -nt "$CKPT_DIR/checkpoint_last.pt" ] && [ "$out/hyp.tok" -nt "$avg" ] \
+      && [ "$out/hyp.tok" -nt "$DATA_BIN/test.$SRC-$TGT.$SRC.bin" ]; then
     if [ "$DECODE_CHECKPOINT" = average ]; then
       log "07_average_and_generate: done already ($out/hyp.tok is newer than $avg, itself newer than the last checkpoint)"
     else
@@ -410,8 +509,9 @@ step_score() {
   need sacremoses "pip install sacremoses"
   local out=$WORKDIR/results/$RUN_NAME lc=() name="tokenized BLEU" detok_name="detokenized sacreBLEU"
   need_files "$out/hyp.tok" "$WORKDIR/tok/test.$TGT" "$RAW_DIR/test.$TGT"
-  if [ "$out/bleu.txt" -nt "$out/hyp.tok" ]; then
-    log "08_score: done already ($out/bleu.txt is newer than $out/hyp.tok)"
+  if [ "$out/bleu.txt" -nt "$out/hyp.tok" ] && [ "$out/bleu.txt" -nt "$RAW_DIR/test.$TGT" ] \
+      && [ "$out/bleu.txt" -nt "$WORKDIR/tok/test.$TGT" ]; then
+    log "08_score: done already ($out/bleu.txt is newer than $out/hyp.tok and the references)"
     cat "$out/bleu.txt"
     return 0
   fi

@@ -19,7 +19,7 @@ case "$SRC-$TGT" in
   de-en|en-de) ;;
   *) die "DIRECTION (or SRC/TGT) must be de-en or en-de (got $SRC-$TGT)" ;;
 esac
-exit_if_downloaded
+exit_if_downloaded "VALID_EVERY=$VALID_EVERY"
 
 need curl "install curl, or fetch the data elsewhere and run with SKIP_DOWNLOAD=1 RAW_DIR=<its folder>"
 check_network "$IWSLT_URL"
@@ -45,15 +45,17 @@ TESTS=(IWSLT14.TED.dev2010 IWSLT14.TEDX.dev2012 IWSLT14.TED.tst2010 IWSLT14.TED.
 for lang in de en; do
   need_files "$ORIG/de-en/train.tags.de-en.$lang"
   talk_text "$ORIG/de-en/train.tags.de-en.$lang" > "$ORIG/train.$lang"
-  awk -v n="$VALID_EVERY" 'NR % n == 0' "$ORIG/train.$lang" > "$RAW_DIR/valid.$lang"
-  awk -v n="$VALID_EVERY" 'NR % n != 0' "$ORIG/train.$lang" > "$RAW_DIR/train.$lang"
-  : > "$RAW_DIR/test.$lang"
+  awk -v n="$VALID_EVERY" 'NR % n == 0' "$ORIG/train.$lang" > "$RAW_DIR/valid.$lang.partial"
+  awk -v n="$VALID_EVERY" 'NR % n != 0' "$ORIG/train.$lang" > "$RAW_DIR/train.$lang.partial"
+  : > "$RAW_DIR/test.$lang.partial"
   for t in "${TESTS[@]}"; do
     need_files "$ORIG/de-en/$t.de-en.$lang.xml"
-    seg_text "$ORIG/de-en/$t.de-en.$lang.xml" >> "$RAW_DIR/test.$lang"
+    seg_text "$ORIG/de-en/$t.de-en.$lang.xml" >> "$RAW_DIR/test.$lang.partial"
   done
+  # unchanged files keep their time: a redone download does not make the later steps redo their work
+  for split in train valid test; do replace_if_changed "$RAW_DIR/$split.$lang.partial" "$RAW_DIR/$split.$lang"; done
 done
 check_raw
 
 [ -n "$TREES_DIR" ] || fetch_stanza_models
-mark_done 01_download
+mark_done 01_download "VALID_EVERY=$VALID_EVERY"

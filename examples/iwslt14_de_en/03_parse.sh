@@ -13,4 +13,4 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/defaults.sh"
 GPUS=${GPUS:-$(num_gpus)}                             # GPUs to parse on (0: CPU)
 PARSE_JOBS=${PARSE_JOBS:-$((GPUS > 0 ? GPUS : 1))}    # shards parsed at the same time
-if [ -n "$SHARD_ID" ]; then step_parse_shard_only; else exit_unless_trees_needed; run_step 03_parse step_parse; fi
+if [ -n "$SHARD_ID" ]; then step_parse_shard_only; else exit_unless_trees_needed; run_parse; fi

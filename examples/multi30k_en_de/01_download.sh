@@ -10,7 +10,9 @@ set -euo pipefail
 # shellcheck source=defaults.sh
 source "$(dirname "${BASH_SOURCE[0]}")/defaults.sh"
 
-exit_if_downloaded
+# the files chosen (a change redoes the step, and the steps after it whose input changes)
+SETTINGS="MULTI30K_TEST=$MULTI30K_TEST PARSER=$PARSER"
+exit_if_downloaded "$SETTINGS"
 need curl "install curl, or fetch the data elsewhere and run with SKIP_DOWNLOAD=1 RAW_DIR=<its folder>"
 check_network "$MULTI30K_URL/train.$SRC.gz"
 ORIG=$WORKDIR/orig
@@ -21,7 +23,8 @@ for pair in train:train valid:val "test:$MULTI30K_TEST"; do
     fetch "$MULTI30K_URL/$upstream.$lang.gz" "$ORIG/$upstream.$lang.gz"
     gzip -dc "$ORIG/$upstream.$lang.gz" > "$RAW_DIR/$split.$lang.partial" \
       || die "$ORIG/$upstream.$lang.gz: not a gzip file (a broken download? delete it and rerun)"
-    mv "$RAW_DIR/$split.$lang.partial" "$RAW_DIR/$split.$lang"
+    # an unchanged file keeps its time: the later steps do not redo their work for it
+    replace_if_changed "$RAW_DIR/$split.$lang.partial" "$RAW_DIR/$split.$lang"
   done
 done
 check_raw
@@ -38,4 +41,4 @@ case "$PARSER" in
   stanza) fetch_stanza_models ;;
   *) die "PARSER must be treebank or stanza (got '$PARSER')" ;;
 esac
-mark_done 01_download
+mark_done 01_download "$SETTINGS"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Step 3: constituency trees of the English side -> WORKDIR/tok/{split}.en.tree, one per line.
 #   PARSER=treebank (the default): the recipe's own English parser. Unless PARSER_DIR holds a
-#     trained model already (its mgsa_parser.json; delete the directory to retrain), the treebank
+#     trained model already (its mgsa_parser.json and model files; delete the directory to retrain), the treebank
 #     of step 1 is split in file order (examples/common/split_treebank.py: the last 400 trees the
 #     test split, the 400 before them dev, the rest train: 3,114 on NLTK's WSJ sample), and
 #     mgsa-train-parser trains stanza's tagger and parser on it, with word vectors learnt (gensim
@@ -17,15 +17,21 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/defaults.sh"
 GPUS=${GPUS:-$(num_gpus)}                             # GPUs to parse on (0: CPU)
 PARSE_JOBS=${PARSE_JOBS:-$((GPUS > 0 ? GPUS : 1))}    # shards parsed at the same time
-PARSER_DEV=${PARSER_DEV:-400}
-PARSER_TEST=${PARSER_TEST:-400}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}          # stanza is slower with two threads on a busy machine
 
-# step_train_parser: split the treebank, train the parser into PARSER_DIR (unless one is there).
+# step_train_parser: split the treebank, train the parser into PARSER_DIR (unless a complete one is
+# there). mgsa-train-parser builds the model in PARSER_DIR/partial and moves it into PARSER_DIR only
+# once it is complete: PARSER_DIR may be an existing (empty) folder, and a failed run leaves
+# PARSER_DIR's old model, if any, as it was.
 step_train_parser() {
+  local file missing=()
   if [ -f "$PARSER_DIR/mgsa_parser.json" ]; then
-    log "using the parser trained already in $PARSER_DIR (delete it to retrain)"
-    return 0
+    for file in pretrain.pt pos.pt constituency.pt; do [ -s "$PARSER_DIR/$file" ] || missing+=("$file"); done
+    if [ "${#missing[@]}" = 0 ]; then
+      log "using the parser trained already in $PARSER_DIR (delete it to retrain)"
+      return 0
+    fi
+    log "$PARSER_DIR/mgsa_parser.json is there but not ${missing[*]}: training the parser again"
   fi
   need mgsa-train-parser "install fairseq-mgsa (bash scripts/install.sh)"
   local split=$TREEBANK_DIR/split extra=()
@@ -38,14 +44,13 @@ step_train_parser() {
   fi
   split_words PARSER_ARGS extra
   mkdir -p "$WORKDIR/logs"
-  rm -rf "$PARSER_DIR.partial"
   log "training the English parser on $split/train.mrg (dev, test: $split/{dev,test}.mrg; word vectors from $WORKDIR/tok/train.$SRC) -> $PARSER_DIR (log: $WORKDIR/logs/parser.log)"
   # --unseen-dev-labels drop: the WSJ sample's dev split (file order) has one tree with a label
   # (WHADJP) its training split lacks; the parser cannot score it, so it is dropped and counted
   mgsa-train-parser --train "$split/train.mrg" --dev "$split/dev.mrg" --test "$split/test.mrg" \
-    --unseen-dev-labels drop --wordvec-text "$WORKDIR/tok/train.$SRC" --lang "$SRC" --out "$PARSER_DIR.partial" "${extra[@]}" \
-    > "$WORKDIR/logs/parser.log" 2>&1 || die "mgsa-train-parser failed: see $WORKDIR/logs/parser.log"
-  mv "$PARSER_DIR.partial" "$PARSER_DIR"
+    --unseen-dev-labels drop --wordvec-text "$WORKDIR/tok/train.$SRC" --lang "$SRC" --out "$PARSER_DIR" "${extra[@]}" \
+    > "$WORKDIR/logs/parser.log" 2>&1 \
+    || die "mgsa-train-parser failed: $(tail -n 1 "$WORKDIR/logs/parser.log") (log: $WORKDIR/logs/parser.log)"
 }
 
 # parser_test_f1: the test-split score of the parser in PARSER_DIR (from its record) -> PARSER_DIR/test_f1.txt.
@@ -70,9 +75,9 @@ PY
 exit_unless_trees_needed
 if [ -z "$TREES_DIR" ]; then
   case "$PARSER" in
-    treebank) step_train_parser; parser_test_f1; STANZA_DIR=$PARSER_DIR ;;
+    treebank) step_train_parser; parser_test_f1; parser_warnings "$PARSER_DIR"; STANZA_DIR=$PARSER_DIR ;;
     stanza) ;;
     *) die "PARSER must be treebank or stanza (got '$PARSER')" ;;
   esac
 fi
-if [ -n "$SHARD_ID" ]; then step_parse_shard_only; else run_step 03_parse step_parse; fi
+if [ -n "$SHARD_ID" ]; then step_parse_shard_only; else run_parse; fi

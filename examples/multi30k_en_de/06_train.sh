@@ -12,4 +12,4 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/defaults.sh"
 GPUS=${GPUS:-$(( $(num_gpus) > 0 ? 1 : 0 ))}   # one GPU when there is one, else the CPU
 cpu_threads
-run_step "06_train.$RUN_NAME.$MAX_UPDATE" step_train
+run_train

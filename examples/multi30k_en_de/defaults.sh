@@ -31,6 +31,8 @@ LEN_RATIO=${LEN_RATIO:-9}
 # the treebank's split (a model already there is used as it is: delete it to retrain), with word
 # vectors learnt (gensim word2vec) on the tokenized English training text.
 PARSER_DIR=${PARSER_DIR:-$WORKDIR/parser}
+PARSER_DEV=${PARSER_DEV:-400}      # the treebank's dev and test trees (the last ones), the rest trains
+PARSER_TEST=${PARSER_TEST:-400}
 PARSER_ARGS=${PARSER_ARGS:-}       # other mgsa-train-parser options
 NUM_SHARDS=${NUM_SHARDS:-1}
 

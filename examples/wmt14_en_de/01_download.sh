@@ -13,7 +13,7 @@ set -euo pipefail
 # shellcheck source=defaults.sh
 source "$(dirname "${BASH_SOURCE[0]}")/defaults.sh"
 
-exit_if_downloaded
+exit_if_downloaded "NEWS_COMMENTARY=$NEWS_COMMENTARY"
 
 case "$NEWS_COMMENTARY" in
   v9) NC_URL=$STATMT/wmt14/training-parallel-nc-v9.tgz; NC=training/news-commentary-v9.de-en ;;
@@ -51,12 +51,15 @@ for lang in en de; do
   [ "$lang" = en ] && kind=src
   need_files "$ORIG/training/europarl-v7.de-en.$lang" "$ORIG/commoncrawl.de-en.$lang" "$ORIG/$NC.$lang" \
     "$ORIG/dev/newstest2013.$lang" "$ORIG/test-full/newstest2014-deen-$kind.$lang.sgm"
-  cat "$ORIG/training/europarl-v7.de-en.$lang" "$ORIG/commoncrawl.de-en.$lang" "$ORIG/$NC.$lang" \
-    > "$RAW_DIR/train.$lang"
-  cp "$ORIG/dev/newstest2013.$lang" "$RAW_DIR/valid.$lang"
-  sgm_text "$ORIG/test-full/newstest2014-deen-$kind.$lang.sgm" > "$RAW_DIR/test.$lang"
+  # awk 1: each file's lines, a last line without its newline ended (cat would join it to the next file's)
+  awk 1 "$ORIG/training/europarl-v7.de-en.$lang" "$ORIG/commoncrawl.de-en.$lang" "$ORIG/$NC.$lang" \
+    > "$RAW_DIR/train.$lang.partial"
+  cp "$ORIG/dev/newstest2013.$lang" "$RAW_DIR/valid.$lang.partial"
+  sgm_text "$ORIG/test-full/newstest2014-deen-$kind.$lang.sgm" > "$RAW_DIR/test.$lang.partial"
+  # unchanged files keep their time: a redone download does not make the later steps redo their work
+  for split in train valid test; do replace_if_changed "$RAW_DIR/$split.$lang.partial" "$RAW_DIR/$split.$lang"; done
 done
 check_raw
 
 [ -n "$TREES_DIR" ] || fetch_stanza_models
-mark_done 01_download
+mark_done 01_download "NEWS_COMMENTARY=$NEWS_COMMENTARY"

@@ -7,4 +7,4 @@
 set -euo pipefail
 # shellcheck source=defaults.sh
 source "$(dirname "${BASH_SOURCE[0]}")/defaults.sh"
-run_step 02_tokenize step_tokenize
+run_tokenize

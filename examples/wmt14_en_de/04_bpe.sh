@@ -5,4 +5,4 @@
 set -euo pipefail
 # shellcheck source=defaults.sh
 source "$(dirname "${BASH_SOURCE[0]}")/defaults.sh"
-run_step "04_bpe.$BPE_MERGES" step_bpe
+run_bpe

@@ -15,4 +15,4 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/defaults.sh"
 GPUS=${GPUS:-$(num_gpus)}          # GPUs to train on (default: all that nvidia-smi lists)
 UPDATE_FREQ=${UPDATE_FREQ:-$(( (PAPER_GPUS + (GPUS > 0 ? GPUS : 1) - 1) / (GPUS > 0 ? GPUS : 1) ))}
-run_step "06_train.$RUN_NAME.$MAX_UPDATE" step_train
+run_train

@@ -19,6 +19,7 @@ import gzip
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -36,8 +37,8 @@ SIZES = (("train", 160), ("valid", 16), ("test", 20))
 UPSTREAM = {"train": "train", "valid": "val", "test": "test_2016_flickr"}
 TREEBANK_FILES, TREES_PER_FILE = 6, 20   # 120 trees: 80 train, 20 dev, 20 test
 # the parser at its smallest: a test of the plumbing, not of parsing quality
-TINY_PARSER = ("--tagger-steps 20 --tagger-minutes 1 --parser-epochs 2 --parser-minutes 1 --hidden-size 16 "
-               "--wordvec-dim 8 --wordvec-epochs 1")
+# (2 epochs: the cap ends the parser before the patience rule may judge it, a warning 03 repeats)
+TINY_PARSER = "--tagger-steps 20 --parser-epochs 2 --hidden-size 16 --wordvec-dim 8 --wordvec-epochs 1"
 SYSTEMS = ["transformer", "mgsa_syntactic"]
 PATIENCE, VALID_INTERVAL, MAX_UPDATE = 2, 2, 6
 
@@ -207,3 +208,125 @@ def test_stopping_rule_options_and_bad_values():
     # fairseq prints one INFO line of its own at import (tensorboardX missing): the rule's error is the last line
     assert bad.returncode == 2 and bad.stderr.strip().splitlines()[-1] == (
         "python -m fairseq_mgsa.analysis.compare.stopping: error: patience, valid interval and max update must be at least 1 (got 0, 250, 6000)")
+
+
+# --- issue 37 ----------------------------------------------------------------------------------
+
+def test_03_repeats_the_parsers_warning(run):
+    """Point 2: the tiny parser's 2 epochs end before the patience rule may judge it (a cap cut it
+    while its dev F1 may still rise): mgsa-train-parser warns, its record keeps the warning, and
+    03_parse.sh repeats it where the recipe's output shows it."""
+    work = run["work"]
+    record = json.loads((work / "parser" / "mgsa_parser.json").read_text())
+    assert record["options"]["parser_minutes"] is None and record["options"]["tagger_minutes"] is None
+    assert any(w.startswith("the epoch cap (2 epochs, --parser-epochs) stopped the parser") for w in record["warnings"])
+    for w in record["warnings"]:
+        assert f"03_parse.sh: warning: the parser in {work}/parser: {w}" in run["first"]
+    assert (work / "logs" / "parser.log").read_text().strip().splitlines()[-1].endswith("; warning: "
+                                                                                         + record["warnings"][-1])
+
+
+def test_a_failed_run_stops_there_and_run_all_fails(run, tmp_path):
+    """Point 1: with RUN_JOBS=2 each run's steps ran on the left of `||`, where bash ignores set -e:
+    a training that failed was followed by decoding the stale checkpoint_best.pt of an earlier
+    session and scoring it, and run_all.sh exited 0. Here the transformer's resume fails (its
+    checkpoint_last.pt cannot be read), while the other run trains on to the new cap."""
+    work = tmp_path / "work"
+    shutil.copytree(run["work"], work)
+    ckpt = work / "checkpoints" / "transformer"
+    (ckpt / "checkpoint_last.pt").write_bytes(b"not a checkpoint")
+    logs = {s: (work / "logs" / f"{s}.log").read_text() for s in SYSTEMS}
+    bleu_time = (work / "results" / "transformer" / "bleu.txt").stat().st_mtime_ns
+    env = dict(run["env"], WORKDIR=str(work), MAX_UPDATE=str(MAX_UPDATE + VALID_INTERVAL), FROM_STEP="6",
+               RUN_JOBS="2")
+    proc = bash(os.path.join(RECIPE, "run_all.sh"), env, check=False)
+    assert proc.returncode == 1
+    assert proc.stdout.strip().splitlines()[-1] == (
+        f"run_all.sh: error: runs failed: transformer (see {work}/logs/RUN.log; rerun to resume them)")
+    failed = (work / "logs" / "transformer.log").read_text()[len(logs["transformer"]):]
+    assert "training transformer:" in failed and "Error" in failed  # fairseq-train could not resume
+    assert not (work / ".done" / f"06_train.transformer.{MAX_UPDATE + VALID_INTERVAL}").exists()
+    for later in ("translating the test set", "08_score", "hypotheses ->"):
+        assert later not in failed  # steps 07 and 08 did not run after the failed 06
+    assert (work / "results" / "transformer" / "bleu.txt").stat().st_mtime_ns == bleu_time
+    assert "run: transformer (system transformer)" not in proc.stdout.split("== ")[-1]  # its old BLEU not shown
+    other = (work / "logs" / "mgsa_syntactic.log").read_text()[len(logs["mgsa_syntactic"]):]
+    assert "translating the test set" in other and (work / "results" / "mgsa_syntactic" / "bleu.txt").exists()
+
+
+def test_parser_dir_may_be_an_existing_empty_folder(run, tmp_path):
+    """Point 4: `mv PARSER_DIR.partial PARSER_DIR` put the new parser inside an existing folder,
+    the step ended in a traceback and every rerun trained the parser again."""
+    work = tmp_path / "work"
+    shutil.copytree(run["work"], work, ignore=lambda d, names: ["parser"] if d == str(run["work"]) else [])
+    parser_dir = tmp_path / "models" / "en-parser"
+    parser_dir.mkdir(parents=True)
+    env = dict(run["env"], WORKDIR=str(work), PARSER_DIR=str(parser_dir))
+    log = bash(os.path.join(RECIPE, "03_parse.sh"), env).stdout
+    assert "training the English parser" in log and f"-> {parser_dir} (log:" in log
+    assert (parser_dir / "mgsa_parser.json").exists() and (parser_dir / "pos.pt").exists()
+    assert not [p for p in os.listdir(parser_dir) if "partial" in p]
+    assert (parser_dir / "test_f1.txt").read_text().startswith(f"parser {parser_dir}: labeled-bracket F1 ")
+    again = bash(os.path.join(RECIPE, "03_parse.sh"), env).stdout
+    assert f"using the parser trained already in {parser_dir}" in again and "03_parse: done already" in again
+
+
+def test_another_bpe_merges_redoes_the_binaries_and_training_refuses_the_old_checkpoints(run, tmp_path):
+    """Point 7: step 04's marker was keyed by BPE_MERGES but step 05's was not: the binaries of the
+    old codes were kept and every later run trained on the old segmentation."""
+    work = tmp_path / "work"
+    shutil.copytree(run["work"], work)
+    old_dict = (work / "data-bin" / "dict.en.txt").read_text()
+    env = dict(run["env"], WORKDIR=str(work), BPE_MERGES="30")
+    bash(os.path.join(RECIPE, "04_bpe.sh"), env)
+    log = bash(os.path.join(RECIPE, "05_preprocess.sh"), env).stdout
+    assert ("05_preprocess: redoing it: made with BPE_MERGES=50 LEVELS=3 LENIENT=0, now BPE_MERGES=30 LEVELS=3 "
+            "LENIENT=0") in log
+    assert (work / "data-bin" / "dict.en.txt").read_text() != old_dict
+    # the text binarized is the text of the new codes: mgsa-preprocess's own BPE of it
+    with open(work / "bpe" / "text" / "train.en", encoding="utf-8") as f:
+        segmented = f.read().split()
+    vocabulary = {line.split()[0] for line in (work / "data-bin" / "dict.en.txt").read_text().splitlines()}
+    assert segmented and set(segmented) <= vocabulary
+    # checkpoints of the old data: the run refuses to resume them, in one line
+    ckpt = work / "checkpoints" / "transformer"
+    proc = bash(os.path.join(RECIPE, "06_train.sh"), dict(env, SYSTEM="transformer"), check=False)
+    assert proc.returncode == 1
+    assert proc.stdout.strip().splitlines()[-1] == (
+        f"06_train.sh: error: the data in {work}/data-bin changed since the checkpoints in {ckpt} were trained (its "
+        f"dictionary or training text: BPE_MERGES, the corpus or its tokenisation): delete {ckpt} to train "
+        f"transformer afresh")
+
+
+def test_another_test_set_redoes_what_reads_it(run, tmp_path):
+    """Point 7: MULTI30K_TEST changed after step 01 kept the old test set. Now step 01 fetches the
+    new one, the steps that read it are redone (only the test split is tokenized again), training
+    is not (its data did not change), and the test set is translated and scored anew."""
+    work, site = tmp_path / "work", tmp_path / "mirror"
+    shutil.copytree(run["work"], work)
+    shutil.copytree(run["site"], site)
+    new = tmp_path / "new"
+    write_corpus(str(new), (("test", 12),), seed=9, src="en", tgt="de")
+    for lang in ("en", "de"):
+        with open(new / f"test.{lang}", "rb") as f, gzip.open(site / f"test_2017_flickr.{lang}.gz", "wb") as g:
+            g.write(f.read())
+    train_time = (work / "raw" / "train.en").stat().st_mtime_ns
+    run_log = work / "logs" / "transformer.log"  # steps 06-08 of the run (RUN_JOBS=2)
+    before = run_log.read_text()
+    env = dict(run["env"], WORKDIR=str(work), MULTI30K_URL=f"file://{site}", MULTI30K_TEST="test_2017_flickr",
+               SYSTEMS="transformer")
+    log = bash(os.path.join(RECIPE, "run_all.sh"), env).stdout
+    assert ("01_download: redoing it: made with MULTI30K_TEST=test_2016_flickr PARSER=treebank, now "
+            "MULTI30K_TEST=test_2017_flickr PARSER=treebank") in log
+    assert (work / "raw" / "test.de").read_bytes() == (new / "test.de").read_bytes()
+    assert (work / "raw" / "train.en").stat().st_mtime_ns == train_time  # unchanged: not rewritten
+    assert f"tokenizing {work}/raw/test.en" in log and f"tokenizing {work}/raw/train.en" not in log
+    steps = run_log.read_text()[len(before):]
+    assert "06_train.transformer.6: done already" in steps and "translating the test set" in steps
+    out = work / "results" / "transformer"
+    assert count_lines(out / "hyp.tok") == 12
+    import sacrebleu
+    refs = (new / "test.de").read_text(encoding="utf-8").split("\n")[:-1]
+    hyps = (out / "hyp.detok").read_text(encoding="utf-8").split("\n")[:-1]
+    assert json.loads((out / "bleu.detok.json").read_text())["score"] == round(
+        sacrebleu.corpus_bleu(hyps, [refs]).score, 2)

@@ -364,14 +364,26 @@ def test_parsing_in_shards_then_merging(recipe, tmp_path):
         assert leaves == words
     assert "03_parse: done already" in bash(script, env).stdout
 
-    # the text changed since the shards were parsed: the merge says so, and how to redo them
+    # shards that claim to be done but were parsed from other text (copied from elsewhere, with
+    # markers newer than the text): the merge says so, and how to redo them
     with open(work / "tok" / "train.en", "a", encoding="utf-8") as f:
         f.write("one more line\n")
-    os.remove(work / ".done" / "03_parse")
+    for marker in glob.glob(str(work / ".done" / "03_parse.shard*")):
+        os.utime(marker, (time.time() + 5, time.time() + 5))
     proc = subprocess.run(["bash", script], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.returncode == 1
+    assert f"03_parse: redoing it: {work}/tok/train.en changed since" in proc.stderr  # issue 37, point 7
     last = proc.stderr.strip().splitlines()[-1]
     assert last.startswith("03_parse.sh: error: merging the parse shards: ") and "03_parse.shardI-of-3" in last, last
+
+    # the text changed since its shards were parsed here (issue 37, point 7): the step and its
+    # shards are redone, and the trees fit the new text
+    for marker in glob.glob(str(work / ".done" / "03_parse.shard*")):
+        os.utime(marker, (time.time() - 60, time.time() - 60))
+    log = bash(script, env).stdout
+    assert all(f"parsing shard {i} of 3" in log for i in range(3))
+    with open(work / "tok" / "train.en.tree", encoding="utf-8") as f:
+        assert re.findall(r"\(NN ([^()\s]+)\)", f.readlines()[-1]) == ["one", "more", "line"]
 
 
 @pytest.mark.parametrize("name,url_vars", [

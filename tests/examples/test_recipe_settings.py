@@ -1,0 +1,109 @@
+"""The recipes' settings and raw files as a new user gives them (issue 37, points 5, 6, 8, 9):
+every setting a later step reads is checked by every step before it works (so a typo in SEEDS
+stops step 01, not the training after hours of data steps), in one line; a misspelled system in
+MULTI_SEED_SYSTEMS is an error as in SYSTEMS; raw files without a final newline are counted
+right; stanza's models unreachable are one line, not four tracebacks. Fast: no training."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from mgsa_preprocess.synthetic import write_corpus
+
+from tests.end_to_end.test_recipe_multi30k import RECIPE as MULTI30K, env_for, mirror
+from tests.end_to_end.test_recipes import EXAMPLES, bash, recipe_env
+
+
+@pytest.fixture
+def raw(tmp_path):
+    raw = tmp_path / "raw"
+    write_corpus(str(raw), (("train", 12), ("valid", 3), ("test", 4)), seed=6, src="en", tgt="de")
+    return raw
+
+
+def stderr_lines(proc):
+    return proc.stderr.strip().splitlines()
+
+
+def run(script, env):
+    return subprocess.run(["bash", script], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+REGISTERED = ("transformer, transformer_matched, mgsa_ngram, mgsa_ngram_onlstm, mgsa_syntactic, "
+              "pba_heterogeneous_convkv, pba_heterogeneous_queryk, pba_homogeneous_convkv, pba_interleaved_queryk, "
+              "hysan")
+
+
+@pytest.mark.parametrize("name,value,message", [
+    ("SEEDS", "1,2,3", "must be seed numbers separated by spaces, e.g. SEEDS=\"1 2 3\" ('1,2,3' is not one)"),
+    ("PATIENCE", "three", "must be a whole number of at least 1 (or empty)"),
+    ("MAX_UPDATE", "0", "must be a whole number of at least 1"),
+    ("ARCH_SIZE", "small", "must be one of the registry's sizes: tiny, cpu, base, big, iwslt"),
+    ("STOP_METRIC", "bleu4", "must be one of loss, bleu"),
+    ("DROPOUT", "1.5", "must be at least 0 and below 1"),
+    ("DECODE_CHECKPOINT", "last", "must be one of average, best"),
+    ("MULTI_SEED_SYSTEMS", "transformer mgsa-syntactic", f"names no registered system: mgsa-syntactic (registered: "
+                                                         f"{REGISTERED}; python -m fairseq_mgsa.systems lists them)"),
+])
+def test_a_bad_setting_stops_step_01_in_one_line(raw, tmp_path, name, value, message):
+    """Points 5 and 6: each of these was first read at step 06 (or never: MULTI_SEED_SYSTEMS's
+    typo trained the paper's system with one seed). Step 01 of the Multi30k recipe, with its raw
+    files given, now stops at once, before reading them."""
+    env = recipe_env(tmp_path / "work", raw, **{name: value})
+    proc = run(os.path.join(MULTI30K, "01_download.sh"), env)
+    assert proc.returncode == 1 and stderr_lines(proc) == [f"01_download.sh: error: {name}='{value}' {message}"]
+    assert not (tmp_path / "work").exists()  # nothing done
+
+
+def test_run_all_stops_before_step_01_naming_every_bad_setting(raw, tmp_path):
+    env = recipe_env(tmp_path / "work", raw, SEEDS="1,2", PATIENCE="x", SYSTEMS="transformer mgsa_syntactic")
+    proc = run(os.path.join(EXAMPLES, "iwslt14_de_en", "run_all.sh"), dict(env, DIRECTION="en-de"))
+    assert proc.returncode == 1
+    assert stderr_lines(proc) == ["run_all.sh: error: PATIENCE='x' must be a whole number of at least 1 (or empty); "
+                                  "SEEDS='1,2' must be seed numbers separated by spaces, e.g. SEEDS=\"1 2 3\" ('1,2' "
+                                  "is not one)"]
+    assert not (tmp_path / "work").exists()
+
+
+def test_good_settings_pass(raw, tmp_path):
+    env = recipe_env(tmp_path / "work", raw, SEEDS="1 2 3", PATIENCE="", MULTI_SEED_SYSTEMS="transformer hysan",
+                     STOP_METRIC="bleu", ARCH_SIZE="cpu")
+    proc = run(os.path.join(MULTI30K, "01_download.sh"), env)
+    assert proc.returncode == 0, proc.stderr
+    assert "raw corpus in " in proc.stderr
+
+
+def test_raw_files_without_a_final_newline_are_counted_whole(raw, tmp_path):
+    """Point 8: `wc -l` counted a last line without its newline out: SKIP_DOWNLOAD=1 called the two
+    sides unequal, and step 02 said raw/train.en had one line fewer than its tokenized copy."""
+    for name in ("train.en", "test.de"):
+        text = (raw / name).read_text(encoding="utf-8")
+        (raw / name).write_text(text.rstrip("\n"), encoding="utf-8")
+    env = recipe_env(tmp_path / "work", raw)
+    log = bash(os.path.join(EXAMPLES, "wmt14_en_de", "01_download.sh"), env).stdout
+    assert "raw corpus in " in log and ": 12 train, 3 valid, 4 test pairs" in log
+    bash(os.path.join(EXAMPLES, "wmt14_en_de", "02_tokenize.sh"), env)
+    tok = tmp_path / "work" / "tok"
+    for split, n in (("train", 12), ("test", 4)):
+        for lang in ("en", "de"):
+            lines = (tok / "full" / f"{split}.{lang}").read_text(encoding="utf-8").split("\n")
+            assert len(lines) == n + 1 and lines[-1] == "" and all(lines[:-1])  # n lines, each ended
+
+
+def test_stanza_models_unreachable_is_one_line(tmp_path):
+    """Point 9: 01_download.sh with PARSER=stanza and no network printed four chained tracebacks
+    (urllib3, requests) before its line. The corpus comes from a local mirror here; stanza's model
+    hub is an unresolvable host."""
+    _, site = mirror(tmp_path)
+    env = env_for(tmp_path / "work", site, PARSER="stanza", STANZA_RESOURCES_URL="http://mirror.invalid/stanza",
+                  STANZA_DIR=str(tmp_path / "stanza"))
+    proc = run(os.path.join(MULTI30K, "01_download.sh"), env)
+    assert proc.returncode == 1
+    errors = [line for line in stderr_lines(proc) if not line.startswith("[01_download.sh]")]
+    assert len(errors) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert errors[0].startswith("01_download.sh: error: could not fetch stanza's models for 'en' (the model hub needs "
+                                "network): ")
+    assert errors[0].endswith(f"(log: {tmp_path / 'stanza'}/download.log)")
+    assert "Traceback" in (tmp_path / "stanza" / "download.log").read_text()  # the details are kept
