@@ -101,11 +101,11 @@ def test_benchmark_with_fp16_gives_the_ratios(dry_run):
 
 def test_a_cut_phase_keeps_what_it_measured(tmp_path):
     out = str(tmp_path / "cut")
-    proc, _ = run_check("--dry-run", "--out", out, "--phases", "env,data,fp16", "--limit", "fp16=12")
+    proc, _ = run_check("--dry-run", "--out", out, "--phases", "env,data,fp16", "--limit", "fp16=20")
     assert proc.returncode != 0
     recs = read_records(out)
     fp16 = next(r for r in recs if r["kind"] == "phase" and r["phase"] == "fp16")
-    assert fp16["cut"] and fp16["limit_s"] == 12
+    assert fp16["cut"] and fp16["limit_s"] == 20
     done = [r for r in recs if r["kind"] == "run"]
     started = [r["name"] for r in recs if r["kind"] == "start"]
     assert len(done) < len(registry.SYSTEMS) and len(started) == len(done) + 1
