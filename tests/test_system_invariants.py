@@ -30,11 +30,12 @@ def test_incremental_decoding_and_padding_invariance(data_bin, system, dtype):
 
 
 def test_the_checks_see_a_wrong_beam_reorder(data_bin, monkeypatch):
-    """A decoder whose incremental state ignores the beam reorder must fail the check."""
+    """A decoder whose incremental state is reordered wrongly (rows taken in reverse) must fail."""
     from fairseq.models.transformer import TransformerDecoderBase
 
+    reorder = TransformerDecoderBase.reorder_incremental_state_scripting
     monkeypatch.setattr(TransformerDecoderBase, "reorder_incremental_state_scripting",
-                        lambda self, state, order: None)
+                        lambda self, state, order: reorder(self, state, order.flip(0)))
     result = invariants.check(registry.get("transformer").train_args("base") + TINY, data_bin, USER_DIR,
                               torch.device("cpu"), torch.float32, sentences=4, steps=6)
     assert result["incremental"] > 100 * invariants.TOLERANCE[torch.float32]
