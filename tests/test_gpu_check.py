@@ -137,3 +137,34 @@ def test_an_earlier_check_is_not_overwritten(tmp_path):
     proc, _ = run_check("--dry-run", "--out", str(out))
     assert proc.returncode == 2 and "holds the results of an earlier check" in proc.stdout
     assert (out / "results.jsonl").read_text() == '{"kind": "env"}\n'
+
+
+def inner(update, loss, scale=128):
+    stats = {"epoch": 1, "loss": str(loss), "num_updates": str(update), "loss_scale": str(scale)}
+    return f"2026-01-01 00:00:00 | INFO | train_inner | {json.dumps(stats)}"
+
+
+@pytest.mark.parametrize("lines,problem", [
+    ([inner(10, 8.0), inner(20, 7.9)], "loss did not fall (8.000 -> 7.900)"),
+    ([inner(10, 8.0), inner(20, "nan")], "loss not finite"),
+    ([inner(10, 8.0), "x | INFO | fairseq.trainer | NOTE: gradient overflow detected, ignoring gradient, "
+      "setting loss scale to: 64.0", "NOTE: gradient overflow detected", "NOTE: gradient overflow detected",
+      inner(20, 4.0, 64)], "3 fp16 overflow skips in 20 updates"),
+    ([inner(10, 8.0)], "stopped at update 10 of 20"),
+    ([inner(10, 8.0), "FloatingPointError: Minimum loss scale reached (0.0001).", inner(20, 4.0)],
+     "minimum loss scale reached"),
+])
+def test_each_check_of_a_run_can_fail(lines, problem):
+    from benchmarks.gpu_check import runs
+
+    fig = runs.training_figures(lines, 20)
+    assert problem in runs.problems_of(fig, 20, hyps=16, n_test=16)
+
+
+def test_a_missing_hypothesis_fails_the_run():
+    from benchmarks.gpu_check import runs
+
+    fig = runs.training_figures([inner(10, 8.0), inner(20, 4.0)], 20)
+    assert fig["overflow_skips"] == 0 and fig["loss_scale_last"] == 128
+    assert runs.problems_of(fig, 20, hyps=16, n_test=16) == []
+    assert runs.problems_of(fig, 20, hyps=15, n_test=16) == ["15 hypotheses for 16 test lines"]

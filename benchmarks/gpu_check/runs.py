@@ -238,6 +238,8 @@ def run_one(run: Run, data, user_dir, out_dir, s, n_test):
         capture.close()
     rec["train_s"] = round(time.perf_counter() - t0, 1)
     fig = training_figures(capture.lines, s.updates)
+    # fairseq raises it (FloatingPointError) rather than logging it
+    fig["min_loss_scale_reached"] |= MIN_SCALE in (error or "")
     rec.update({k: v for k, v in fig.items() if k != "losses"})
     rec["losses"] = [round(x, 3) if math.isfinite(x) else str(x) for x in fig["losses"]]
 
