@@ -62,12 +62,13 @@ def bench_rows(out):
         return None, None
     with open(paths[-1], encoding="utf-8") as f:
         result = json.load(f)
-    rows = [("system", "params", "upd/s", "speed ratio", "time ratio [IQR]", "FLOP ratio", "overhead",
+    rows = [("system", "params", "upd/s", "paired speed ratio", "time ratio [IQR]", "FLOP ratio", "overhead",
              "peak MB", "mem ratio")]
     for name, r in result["systems"].items():
         iqr = (f"{fmt(r.get('time_ratio'))} [{fmt(r.get('time_ratio_q1'))}, {fmt(r.get('time_ratio_q3'))}]"
                if r.get("time_ratio_q1") is not None else fmt(r.get("time_ratio")))
-        rows.append((name, f"{r['params_M']:.1f}M", fmt(r["updates_per_s"], ".2f"), fmt(r.get("speed_ratio")), iqr,
+        rows.append((name, f"{r['params_M']:.1f}M", fmt(r["updates_per_s"], ".2f"),
+                     fmt(r.get("speed_ratio_interleaved_median", r.get("speed_ratio"))), iqr,
                      fmt(r.get("flop_ratio")), fmt(r.get("overhead_ratio")), fmt(r["peak_mem_MB"], ".0f"),
                      fmt(r.get("mem_ratio"))))
     return rows, result
@@ -118,8 +119,9 @@ def summary(out):
         c = result["config"]
         lines += ["", f"bench: {result['device']['name']}, {c['arch_size']} size, "
                       f"{'autocast ' + str(c.get('amp_dtype')) if c['fp16'] else 'fp32'}, {c['updates']} timed "
-                      f"updates; time ratio: paired per batch against the Transformer; overhead = time ratio / "
-                      f"FLOP ratio; peak memory: {c['memory_method']}", table(rows)]
+                      f"updates; paired speed ratio: median over the batches of the Transformer's time / the "
+                      f"system's; time ratio: of the system's / the Transformer's, [quartiles]; overhead = time ratio / FLOP ratio; peak memory: "
+                      f"{c['memory_method']}", table(rows)]
     phase_row("bench", f"{len(rows) - 1} systems" if rows else "-", rows is not None)
     lines += ["", "summary: " + ("every phase ran and passed" if ok else "NOT every phase passed"), table(final)]
     return "\n".join(lines), ok
