@@ -7,13 +7,14 @@
 #
 # --fast: the fast part of the suite (what CI runs under a second Python): the default suite
 # without the end-to-end files of LONG below, each of which runs whole pipelines (recipes, the
-# demo, the GPU check's dry run, multi-process training) for a minute or more.
+# demo, the README's quick start, the GPU check's dry run, multi-process training) for a minute
+# or more: 660 of the suite's 1,490 test-seconds under Python 3.12 (docs/testing.md).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 PY=${PYTHON:-python3}
 LONG=(
   tests/test_recipe_multi30k.py tests/test_recipes.py tests/test_demo.py tests/test_readme.py
-  tests/test_gpu_check.py tests/test_distributed.py tests/test_exact_resume.py
+  tests/test_gpu_check.py tests/test_distributed.py
 )
 if [ "${1:-}" = --fast ]; then
   shift
