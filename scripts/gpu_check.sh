@@ -35,7 +35,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 PY=${PYTHON:-python3}
 
-usage() { sed -n '22,34p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '21,33p' "$0" | sed 's/^# \{0,1\}//'; }
 
 # the training workers of a phase (the script calls itself under the phase's time limit):
 # each restarted while it exits 3 (a CUDA error spoilt its process) for the runs left
