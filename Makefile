@@ -1,7 +1,7 @@
 # The README's two commands are `make demo` and `make test`; both install first.
 PYTHON ?= python3
 
-.PHONY: install demo analyses test test-slow bench
+.PHONY: install demo analyses test test-slow bench gpu-check
 install:
 	bash scripts/install.sh
 
@@ -20,3 +20,8 @@ test-slow: install
 
 bench: install
 	$(PYTHON) benchmarks/bench_training.py --arch-size tiny
+
+# on a machine with a CUDA GPU: every system trained and decoded in half precision, the invariants
+# on the GPU, the benchmark with --fp16 (at most 8 minutes on one H100; docs/gpu.md), into gpu-check/
+gpu-check:
+	PYTHON=$(PYTHON) bash scripts/gpu_check.sh

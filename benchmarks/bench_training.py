@@ -94,9 +94,10 @@ def get_parser():
     p.add_argument("--no-interleave", dest="interleave", action="store_false",
                    help="skip the interleaved (paired) timing; ratios then come from wall times")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
-    p.add_argument("--fp16", action="store_true", help="mixed precision (torch.autocast) on GPU")
-    p.add_argument("--amp-dtype", choices=["bf16", "fp16"], default="bf16",
-                   help="autocast dtype for --fp16 (fp16 uses a GradScaler)")
+    p.add_argument("--fp16", action="store_true",
+                   help="mixed precision: float16 autocast with a GradScaler (fairseq's --amp); on a GPU, or on the "
+                        "CPU where torch has float16 kernels (the GPU check's dry run)")
+    p.add_argument("--bf16", action="store_true", help="mixed precision: bfloat16 autocast")
     p.add_argument("--lr", type=float, default=5e-4)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--task", default="mgsa_translation",
@@ -177,8 +178,9 @@ def main(argv=None):
         a.device = "cuda" if torch.cuda.is_available() else "cpu"
     if a.device == "cuda" and not torch.cuda.is_available():
         p.error("--device cuda: no CUDA device")
-    if a.fp16 and a.device != "cuda":
-        p.error("--fp16 is for GPU runs (--device cuda)")
+    if a.fp16 and a.bf16:
+        p.error("--fp16 and --bf16: one or the other")
+    a.amp_dtype = "fp16" if a.fp16 else "bf16" if a.bf16 else None
     if a.threads:
         torch.set_num_threads(a.threads)
     device = torch.device(a.device)

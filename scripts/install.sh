@@ -45,7 +45,9 @@ if ! "$PY" -c "import torch" 2>/dev/null; then
   echo "[install] torch not found: installing ${spec}"
   "$PY" -m pip install -q "$spec"
 fi
-torch_version=$("$PY" -c "import torch; print(torch.__version__)")
+# the installed distribution's version, which pip's constraint must match: PyPI's CUDA wheels
+# report torch.__version__ 2.X.Y+cu130 while their metadata (what pip compares) says 2.X.Y
+torch_version=$("$PY" -c "import importlib.metadata as m; print(m.version('torch'))")
 if [ -n "$lock_torch" ] && [ "${torch_version%%+*}" != "$lock_torch" ]; then
   echo "[install] keeping the installed torch ${torch_version} (the lock was tested with ${lock_torch})"
 fi

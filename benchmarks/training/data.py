@@ -11,14 +11,14 @@ from contextlib import redirect_stdout
 logger = logging.getLogger("bench_training")
 
 
-def make_data(workdir, train_sentences, test_sentences, seed, sentences_per_line=1):
+def make_data(workdir, train_sentences, test_sentences, seed, sentences_per_line=1, valid_sentences=100):
     """Synthetic corpus with gold trees -> `mgsa-preprocess` binaries (joined dictionary, phrase
     files syn1..syn3, tag dictionary). Returns (data-bin dir, summary of the phrase levels)."""
     from mgsa_preprocess import cli
     from mgsa_preprocess.synthetic import write_corpus
 
     raw, data = os.path.join(workdir, "raw"), os.path.join(workdir, "data-bin")
-    write_corpus(raw, (("train", train_sentences), ("valid", 100), ("test", test_sentences)), seed=seed,
+    write_corpus(raw, (("train", train_sentences), ("valid", valid_sentences), ("test", test_sentences)), seed=seed,
                  sentences_per_line=sentences_per_line)
     args = cli.get_parser().parse_args([
         "--source-lang", "src", "--target-lang", "tgt", "--trainpref", f"{raw}/train",

@@ -58,7 +58,7 @@ def main():
     task, batches = bdata.build_batches(bdata.parse(cfg["batch_argv"]), cfg["updates"], device)
     args = bdata.parse(cfg["train_argv"])
     # every update untimed ("warmup"): only the memory is wanted
-    a = argparse.Namespace(warmup=len(batches), lr=cfg["lr"], fp16=False, amp_dtype="bf16")
+    a = argparse.Namespace(warmup=len(batches), lr=cfg["lr"], fp16=False, amp_dtype=None)
     result = train_one(args, task, batches, a, device, CpuPeakMemory())
     print(MARK + json.dumps({"peak_mem_MB": result["peak_mem_MB"]}), flush=True)
 

@@ -69,7 +69,7 @@ def profile_model(args, task, batches, a, device):
             calls.setdefault(label, (args_, kwargs_))
         hooks.append(module.register_forward_pre_hook(record, with_kwargs=True))
     hooks.append(encoder.register_forward_hook(lambda mod, inp, out: encoder_out.update(out)))
-    autocast = amp(a)
+    autocast = amp(a, device)
     with torch.no_grad(), autocast():
         model(**net_input)
     for h in hooks:

@@ -165,6 +165,13 @@ def targets_table(targets):
 
 README_START = "<!-- bench-training:start (written by benchmarks/bench_training.py --readme) -->"
 README_END = "<!-- bench-training:end -->"
+# a GPU run's table has markers of its own, so that it stands beside the CPU one
+CUDA_START = "<!-- bench-training-cuda:start (written by benchmarks/bench_training.py --readme) -->"
+CUDA_END = "<!-- bench-training-cuda:end -->"
+
+
+def markers(report):
+    return (CUDA_START, CUDA_END) if report["device"]["type"] == "cuda" else (README_START, README_END)
 
 
 def readme_table(report):
@@ -172,8 +179,11 @@ def readme_table(report):
     c, dev = report["config"], report["device"]
     interleaved = any(r.get("time_ratio_q1") is not None for r in report["systems"].values())
     dc, copy, load = c.get("decode") or {}, dev.get("copy_GBps") or {}, dev.get("load_avg_1min") or {}
+    where = (f"{dev['type']}, {dev.get('memory_GiB', '?')} GiB, CUDA {dev.get('cuda')}, "
+             f"{'autocast ' + c['amp_dtype'] if c.get('amp_dtype') else 'fp32'}" if dev["type"] == "cuda"
+             else f"{dev['type']}, {dev.get('threads', '?')} thread(s)")
     lines = [
-        f"{c['arch_size'].capitalize()} size, {dev['name']} ({dev['type']}, {dev.get('threads', '?')} thread(s)), "
+        f"{c['arch_size'].capitalize()} size, {dev['name']} ({where}), "
         f"copy throughput {fmt(copy.get('start'), '.1f')} / {fmt(copy.get('end'), '.1f')} GB/s (start / end), "
         f"load average {fmt(load.get('start'), '.1f')} / {fmt(load.get('end'), '.1f')}, "
         f"{report['date'][:10]}, commit {(report.get('git_commit') or '?')[:7]}: {c['updates']} timed updates "
@@ -208,12 +218,14 @@ def readme_table(report):
 
 
 def rewrite_readme(path, report):
-    """Replaces what is between README_START and README_END in `path` by readme_table(report)."""
+    """Replaces what is between the markers of the report's device (README_START and README_END;
+    CUDA_START and CUDA_END for a GPU run) in `path` by readme_table(report)."""
+    start, end = markers(report)
     with open(path, encoding="utf-8") as f:
         text = f.read()
-    pattern = re.compile(re.escape(README_START) + r".*?" + re.escape(README_END), flags=re.S)
+    pattern = re.compile(re.escape(start) + r".*?" + re.escape(end), flags=re.S)
     if not pattern.search(text):
-        raise ValueError(f"{path}: no benchmark table markers ({README_START} ... {README_END})")
-    text = pattern.sub(lambda _: f"{README_START}\n{readme_table(report)}\n{README_END}", text)
+        raise ValueError(f"{path}: no benchmark table markers ({start} ... {end})")
+    text = pattern.sub(lambda _: f"{start}\n{readme_table(report)}\n{end}", text)
     with open(path, "w", encoding="utf-8") as f:
         f.write(text)

@@ -5,8 +5,8 @@ batch (paired times).
 The update is a plain loop (the system's fairseq criterion forward, backward of
 loss / sample_size as fairseq normalises, torch.optim.Adam step, zero_grad) rather than
 fairseq's Trainer: it times the model and nothing else. Batches are on the device before any
-timing; CUDA is synchronised before every clock reading; --fp16 trains under torch.autocast
-(bf16, or fp16 with a GradScaler).
+timing; CUDA is synchronised before every clock reading; --fp16 / --bf16 train under
+torch.autocast (fp16 with a GradScaler).
 """
 
 import gc
@@ -34,10 +34,12 @@ def mgsa_param_count(model):
                if ".phrase_memory." in n or "phrase_tag_classifier" in n)
 
 
-def amp(a):
-    """The autocast context of --fp16 / --amp-dtype (a nullcontext without --fp16)."""
+def amp(a, device):
+    """The autocast context of --fp16 / --bf16 on `device` (a nullcontext without either)."""
+    if not a.amp_dtype:
+        return nullcontext
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[a.amp_dtype]
-    return (lambda: torch.autocast("cuda", dtype=dtype)) if a.fp16 else nullcontext
+    return lambda: torch.autocast(device.type, dtype=dtype)
 
 
 def make_trainer(args, task, batches, a, device):
@@ -47,8 +49,9 @@ def make_trainer(args, task, batches, a, device):
     model.train()
     batches, dropped = model_batches(model, batches)
     opt = torch.optim.Adam(model.parameters(), lr=a.lr, betas=(0.9, 0.98), eps=1e-8)
-    autocast = amp(a)
-    scaler = torch.amp.GradScaler("cuda") if a.fp16 and a.amp_dtype == "fp16" else None
+    autocast = amp(a, device)
+    # float16's narrow range: the loss scaled up before backward, updates with inf/NaN gradients skipped
+    scaler = torch.amp.GradScaler(device.type) if a.amp_dtype == "fp16" else None
 
     def step(sample):
         with autocast():
@@ -175,7 +178,7 @@ def flops_per_update(args, task, sample, a, device):
     model, criterion = build(args, task, device)
     model.train()
     [sample], _ = model_batches(model, [sample])
-    autocast = amp(a)
+    autocast = amp(a, device)
     with FlopCounterMode(display=False) as forward:
         with autocast():
             loss, sample_size, _ = criterion(model, sample)

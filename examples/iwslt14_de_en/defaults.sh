@@ -25,7 +25,17 @@ NUM_SHARDS=${NUM_SHARDS:-4}
 BPE_MERGES=${BPE_MERGES:-10000}
 SYSTEMS=${SYSTEMS:-transformer mgsa_syntactic}   # systems to train, score and compare (fairseq_mgsa/systems.py)
 
-# 06: training (06_train.sh says where these come from)
+# 06: training (06_train.sh says where these come from). PRESET (README.md, "Presets"): `fairseq`
+# (the default), fairseq's IWSLT14 schedule: 50,000 updates, the last AVG_N checkpoints averaged,
+# one run at a time; `gpu`, the same model, batch and learning rate on one GPU stopped on
+# validation loss (PATIENCE validations, one every VALID_INTERVAL updates, about an epoch, without
+# a new best; MAX_UPDATE the cap), the best checkpoint decoded, RUN_JOBS runs sharing the GPU.
+PRESET=${PRESET:-fairseq}
+case $PRESET in
+  fairseq|gpu) ;;
+  *) echo "PRESET='$PRESET': expected fairseq or gpu (examples/iwslt14_de_en/README.md)" >&2; exit 2 ;;
+esac
+preset() { if [ "$PRESET" = gpu ]; then echo "$2"; else echo "$1"; fi; }   # preset FAIRSEQ_VALUE GPU_VALUE
 ARCH_SIZE=iwslt
 LR=${LR:-5e-4}
 DROPOUT=${DROPOUT:-0.3}
@@ -34,6 +44,10 @@ MAX_UPDATE=${MAX_UPDATE:-50000}
 MAX_TOKENS=${MAX_TOKENS:-4096}
 UPDATE_FREQ=${UPDATE_FREQ:-1}
 AVG_N=${AVG_N:-5}
+PATIENCE=${PATIENCE-$(preset "" 5)}
+VALID_INTERVAL=${VALID_INTERVAL:-$(preset "" 1000)}
+DECODE_CHECKPOINT=${DECODE_CHECKPOINT:-$(preset average best)}
+RUN_JOBS=${RUN_JOBS:-$(preset 1 2)}    # run_all.sh: runs at a time; with PRESET=gpu two share the GPU
 
 # 07-08: decoding and scoring
 BEAM=${BEAM:-5}

@@ -185,3 +185,16 @@ def test_docs_page_holds_the_table_markers(tmp_path):
     new = page.read_text()
     assert new.split(report.README_START)[0] == text.split(report.README_START)[0]
     assert "| T | 1.00M | 1.0G (1.000) | 1.000 | 1.000 | 5 | 1.000 | - (-) | - | - | - (-) |" in new
+
+    # a GPU run's table goes between markers of its own: the CPU table stays
+    gpu = {**result, "device": {"name": "NVIDIA H100", "type": "cuda", "memory_GiB": 79.2, "cuda": "13.0",
+                                "copy_GBps": {"start": 3000.0, "end": 3000.0}},
+           "config": {**result["config"], "amp_dtype": "fp16"},
+           "systems": {"transformer": {**result["systems"]["transformer"], "label": "G"}}}
+    report.rewrite_readme(str(page), gpu)
+    both = page.read_text()
+    cpu_table = new.split(report.README_START)[1].split(report.README_END)[0]
+    assert both.split(report.README_START)[1].split(report.README_END)[0] == cpu_table
+    gpu_table = both.split(report.CUDA_START)[1].split(report.CUDA_END)[0]
+    assert "NVIDIA H100 (cuda, 79.2 GiB, CUDA 13.0, autocast fp16)" in gpu_table
+    assert "| G | 1.00M |" in gpu_table and "| G |" not in cpu_table

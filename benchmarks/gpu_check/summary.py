@@ -1,0 +1,127 @@
+"""The check's report from OUT/results.jsonl and the benchmark's JSON: a table per phase, then the
+summary table, one row a phase, last. Whatever a cut run left is reported as it is: a run
+that started and has no result was cut (or crashed), a phase that never ran is missing."""
+
+import glob
+import json
+import os
+
+from . import records
+from .runs import phase_runs
+
+PHASES = ("env", "data", "fp16", "variants", "invariants", "bench")
+
+
+def fmt(v, spec=".3f"):
+    return "-" if v is None else format(v, spec) if isinstance(v, (int, float)) else str(v)
+
+
+def table(rows):
+    widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
+
+
+def run_rows(recs, phase):
+    results = {r["name"]: r for r in recs if r.get("kind") == "run" and r["phase"] == phase}
+    started = {r["name"] for r in recs if r.get("kind") == "start" and r["phase"] == phase}
+    rows = [("run", "ran as", "updates", "loss first -> last", "valid loss", "overflow skips", "loss scale",
+             "hypotheses", "BLEU", "train s", "status")]
+    counts = {"pass": 0, "FAIL": 0, "cut": 0, "not run": 0}
+    for run in phase_runs(phase):
+        r = results.get(run.name)
+        if r is None:
+            status = "cut" if run.name in started else "not run"
+            counts[status] += 1
+            rows.append((run.name, *["-"] * 9, status))
+            continue
+        counts[r["status"]] += 1
+        rows.append((run.name, r["ran_as"].split(" ")[0], f"{r['updates_done']}/{r['updates']}",
+                     f"{fmt(r['loss_first'])} -> {fmt(r['loss_last'])}", fmt(r["valid_loss"]), r["overflow_skips"],
+                     fmt(r["loss_scale_last"], "g"), f"{fmt(r.get('hypotheses'), 'd')}/{fmt(r.get('test_lines'), 'd')}",
+                     fmt(r.get("bleu"), ".1f"), fmt(r["train_s"], ".1f"),
+                     r["status"] + ("" if not r["problems"] else ": " + "; ".join(r["problems"]))))
+    return rows, counts
+
+
+def invariant_rows(recs):
+    rows = [("system", "dtype", "device", "padding", "incremental", "tolerance", "status")]
+    counts = {"pass": 0, "FAIL": 0}
+    for r in recs:
+        if r.get("kind") != "invariant":
+            continue
+        counts[r["status"]] += 1
+        rows.append((r["system"], r["dtype"], r["device"], fmt(r.get("padding"), ".2e"),
+                     fmt(r.get("incremental"), ".2e"), fmt(r.get("tolerance"), "g"),
+                     r["status"] + (": " + r["error"] if r.get("error") else "")))
+    return rows, counts
+
+
+def bench_rows(out):
+    paths = sorted(glob.glob(os.path.join(out, "training_*.json")))
+    if not paths:
+        return None, None
+    with open(paths[-1], encoding="utf-8") as f:
+        result = json.load(f)
+    rows = [("system", "params", "upd/s", "paired speed ratio", "time ratio [IQR]", "FLOP ratio", "overhead",
+             "peak MB", "mem ratio")]
+    for name, r in result["systems"].items():
+        iqr = (f"{fmt(r.get('time_ratio'))} [{fmt(r.get('time_ratio_q1'))}, {fmt(r.get('time_ratio_q3'))}]"
+               if r.get("time_ratio_q1") is not None else fmt(r.get("time_ratio")))
+        rows.append((name, f"{r['params_M']:.1f}M", fmt(r["updates_per_s"], ".2f"),
+                     fmt(r.get("speed_ratio_interleaved_median", r.get("speed_ratio"))), iqr,
+                     fmt(r.get("flop_ratio")), fmt(r.get("overhead_ratio")), fmt(r["peak_mem_MB"], ".0f"),
+                     fmt(r.get("mem_ratio"))))
+    return rows, result
+
+
+def summary(out):
+    """(the report's text, whether every phase ran to its end and everything passed)."""
+    recs = records.read(out)
+    phases = {r["phase"]: r for r in recs if r.get("kind") == "phase"}
+    env = next((r for r in recs if r.get("kind") == "env"), {})
+    lines = [f"GPU check in {out}: " + (f"{env.get('gpu') or 'CPU'}, python {env.get('python')}, torch "
+                                       f"{env.get('torch')}, fairseq {env.get('fairseq')}"
+                                       + (" (DRY RUN: CPU, tiny dimensions)" if env.get("dry_run") else "")
+                                       if env else "no environment record")]
+    final = [("phase", "result", "seconds", "limit s", "status")]
+    ok = True
+
+    def phase_row(name, result, passed):
+        nonlocal ok
+        p = phases.get(name)
+        if p is None:
+            status = "not run"
+        elif p["cut"]:
+            status = "CUT by its time limit"
+        elif p["rc"] != 0 and passed:
+            status = f"FAIL (exit {p['rc']})"
+        else:
+            status = "pass" if passed else "FAIL"
+        ok &= status == "pass"
+        final.append((name, result, fmt(p and p["seconds"], "d"), fmt(p and p["limit_s"], "d"), status))
+
+    for name in ("env", "data"):
+        phase_row(name, "ok" if any(r.get("kind") == name for r in recs) else "-",
+                  any(r.get("kind") == name for r in recs))
+    for phase in ("fp16", "variants"):
+        rows, counts = run_rows(recs, phase)
+        lines += ["", f"{phase}: fairseq-train then fairseq-generate", table(rows)]
+        phase_row(phase, ", ".join(f"{v} {k}" for k, v in counts.items() if v) or "-",
+                  counts["pass"] == len(rows) - 1)
+    rows, counts = invariant_rows(recs)
+    if len(rows) > 1:
+        lines += ["", "invariants: incremental decoding with beam reorders = the full forward; padding "
+                      "(left, right, alone); largest difference relative to the largest logit", table(rows)]
+    phase_row("invariants", f"{counts['pass']} pass, {counts['FAIL']} FAIL" if len(rows) > 1 else "-",
+              len(rows) > 1 and counts["FAIL"] == 0)
+    rows, result = bench_rows(out)
+    if rows:
+        c = result["config"]
+        lines += ["", f"bench: {result['device']['name']}, {c['arch_size']} size, "
+                      f"{'autocast ' + str(c.get('amp_dtype')) if c['fp16'] else 'fp32'}, {c['updates']} timed "
+                      f"updates; paired speed ratio: median over the batches of the Transformer's time / the "
+                      f"system's; time ratio: of the system's / the Transformer's, [quartiles]; overhead = time ratio / FLOP ratio; peak memory: "
+                      f"{c['memory_method']}", table(rows)]
+    phase_row("bench", f"{len(rows) - 1} systems" if rows else "-", rows is not None)
+    lines += ["", "summary: " + ("every phase ran and passed" if ok else "NOT every phase passed"), table(final)]
+    return "\n".join(lines), ok

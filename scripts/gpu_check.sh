@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# The GPU check (`make gpu-check`): does the plugin train and decode on this machine's GPU in
+# half precision, and at what speed? In at most 8 minutes on one H100-class GPU:
+#
+#   env         versions, the GPU
+#   data        a corpus from the project's grammar with gold trees, binarized with its phrase files
+#   fp16        every registered system at base size: fairseq-train --fp16 (200 updates), then
+#               fairseq-generate --fp16 of the test split          (done within the first 4 minutes)
+#   variants    syntactic MG-SA with --bf16, with --memory-efficient-fp16, and at big size with --fp16
+#   invariants  every system on the GPU in float16 and bfloat16: incremental decoding with beam
+#               reorders = the full forward, and a sentence's scores the same however it is padded
+#   bench       benchmarks/bench_training.py --fp16 at base size: speed, FLOP, overhead and memory ratios
+#   summary     a table per phase, the summary table last
+#
+# Robust to being cut: the phases run one after another, each under its own hard time limit
+# (timeout) within the check's budget, and everything a phase measures goes to OUT/results.jsonl
+# (one JSON line a run, written as the run ends) and OUT/logs/ as it happens: a check stopped at
+# any point keeps what it measured, and `python -m benchmarks.gpu_check.cli summary --out OUT`
+# reports it. Exit status: 0 when every phase ran and passed.
+#
+#   bash scripts/gpu_check.sh [--out DIR] [--workers N] [--dry-run] [--phases LIST] [--limit PHASE=S]...
+#
+#   --out DIR        output directory (default gpu-check/); must not hold an earlier check's results
+#   --workers N      training processes sharing the GPU in the fp16 and variants phases (default 2:
+#                    a base-size step on a small batch leaves the GPU idle while Python prepares the next)
+#   --dry-run        on the CPU at the tiny dimensions with a small corpus: the same phases and
+#                    outputs in a minute or two (tests/end_to_end/test_gpu_check.py runs it in CI); fp16 runs as
+#                    fp16 (fairseq's CPU path), bf16 as fp32 (fairseq's --bf16 --cpu is its XLA path)
+#   --phases LIST    only these phases, comma-separated (env and data are always run)
+#   --limit PHASE=S  another time limit for a phase, in seconds (a slower GPU)
+#
+# PYTHON (default python3) runs everything; the project and fairseq must import in it
+# (docs/gpu.md: installing on a machine without network).
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+PY=${PYTHON:-python3}
+
+usage() { sed -n '21,33p' "$0" | sed 's/^# \{0,1\}//'; }
+
+# the training workers of a phase (the script calls itself under the phase's time limit):
+# each restarted while it exits 3 (a CUDA error spoilt its process) for the runs left
+if [ "${1:-}" = "--worker-group" ]; then
+  phase=$2 rc=0 pids=() DRY_FLAG=()
+  [ "$DRY" = 1 ] && DRY_FLAG=(--dry-run)
+  for ((i = 0; i < WORKERS; i++)); do
+    (
+      while :; do
+        "$PY" -m benchmarks.gpu_check.cli train --out "$OUT" --phase "$phase" --worker "$i/$WORKERS" \
+          "${DRY_FLAG[@]}" >> "$OUT/logs/$phase.worker$i.log" 2>&1
+        r=$?
+        [ "$r" -eq 3 ] || exit "$r"
+        echo "[gpu-check] $phase worker $i: device error, restarting it for the runs left" >&2
+      done
+    ) &
+    pids+=($!)
+  done
+  for pid in "${pids[@]}"; do wait "$pid" || rc=$?; done
+  exit "$rc"
+fi
+
+PHASES=(env data fp16 variants invariants bench)
+OUT=gpu-check WORKERS=2 DRY=0 ONLY=$(IFS=,; echo "${PHASES[*]}") LIMITS=()
+die() { echo "gpu_check.sh: $*" >&2; exit 2; }
+while [ $# -gt 0 ]; do
+  case $1 in
+    --out) OUT=${2:?--out needs a directory}; shift ;;
+    --workers) WORKERS=${2:?--workers needs a number}; shift ;;
+    --dry-run) DRY=1 ;;
+    --phases) ONLY=${2:?--phases needs a list}; shift ;;
+    --limit) LIMITS+=("${2:?--limit needs PHASE=SECONDS}"); shift ;;
+    -h|--help) usage; exit 0 ;;
+    *) usage >&2; die "unknown option '$1'" ;;
+  esac
+  shift
+done
+[[ $WORKERS =~ ^[1-9][0-9]*$ ]] || die "--workers: expected a positive integer, got '$WORKERS'"
+for p in ${ONLY//,/ }; do
+  [[ " ${PHASES[*]} " == *" $p "* ]] || die "--phases: unknown phase '$p' (phases: ${PHASES[*]})"
+done
+for l in "${LIMITS[@]}"; do
+  [[ $l =~ ^([a-z0-9]+)=([1-9][0-9]*)$ && " ${PHASES[*]} " == *" ${BASH_REMATCH[1]} "* ]] \
+    || die "--limit: expected PHASE=SECONDS with a phase of ${PHASES[*]}, got '$l'"
+done
+if [ -e "$OUT/results.jsonl" ]; then
+  echo "gpu_check.sh: $OUT holds the results of an earlier check ($OUT/results.jsonl): give another --out or remove it" >&2
+  exit 2
+fi
+mkdir -p "$OUT/logs" || exit 1
+OUT=$(cd "$OUT" && pwd)
+
+# Time limits in seconds: each phase's own, and the check's budget (a phase gets what is left of
+# it when less). GPU: the fp16 phase ends within the first 4 minutes (env + data + fp16 <= 240 s)
+# and the whole check within 8 (the sum, 470 s); measured on an H100 in docs/gpu.md.
+if [ "$DRY" = 1 ]; then
+  DRY_FLAG=(--dry-run) WORKERS=1 BUDGET=600
+  declare -A LIMIT=([env]=60 [data]=90 [fp16]=240 [variants]=90 [invariants]=90 [bench]=150)
+  BENCH=(--arch-size tiny --updates 2 --warmup 1 --max-tokens 512 --systems "transformer,mgsa_syntactic" --threads 1)
+else
+  DRY_FLAG=() BUDGET=470
+  declare -A LIMIT=([env]=25 [data]=40 [fp16]=175 [variants]=65 [invariants]=60 [bench]=105)
+  BENCH=(--arch-size base --updates 30 --warmup 5 --max-tokens 4096)
+fi
+for l in "${LIMITS[@]}"; do LIMIT[${l%%=*}]=${l#*=}; done
+export OUT WORKERS PY DRY
+
+start=$(date +%s)
+results=$OUT/results.jsonl
+phase() {  # NAME COMMAND...: runs COMMAND under the phase's limit, logs to OUT/logs/NAME.log, records it
+  local name=$1; shift
+  [[ ",env,data,$ONLY," == *",$name,"* ]] || return 0
+  local left=$((BUDGET - ($(date +%s) - start))) limit=${LIMIT[$name]}
+  [ "$limit" -gt "$left" ] && limit=$left
+  local t0 rc cut=false
+  t0=$(date +%s)
+  if [ "$limit" -lt 5 ]; then
+    echo "[gpu-check] $name: not run, the check's ${BUDGET} s are spent"
+    rc=124 cut=true
+  else
+    echo "[gpu-check] $name (limit ${limit} s; $(( $(date +%s) - start )) s so far) -> $OUT/logs/$name.log"
+    timeout -k 10 "$limit" "$@" >> "$OUT/logs/$name.log" 2>&1
+    rc=$?
+    if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then cut=true; fi
+  fi
+  local seconds=$(( $(date +%s) - t0 ))
+  printf '{"time": %s, "kind": "phase", "phase": "%s", "rc": %d, "seconds": %d, "limit_s": %d, "cut": %s}\n' \
+    "$(date +%s)" "$name" "$rc" "$seconds" "$limit" "$cut" >> "$results"
+  echo "[gpu-check] $name: exit $rc in $seconds s$([ "$cut" = true ] && echo ', CUT by its time limit')"
+  return "$rc"
+}
+
+DEVICE=cuda; [ "$DRY" = 1 ] && DEVICE=cpu
+phase env "$PY" -m benchmarks.gpu_check.cli env --out "$OUT" "${DRY_FLAG[@]}" || {
+  tail -n 5 "$OUT/logs/env.log"; echo "[gpu-check] the environment is not ready: stopping"; exit 1; }
+phase data "$PY" -m benchmarks.gpu_check.cli data --out "$OUT" "${DRY_FLAG[@]}" || {
+  tail -n 15 "$OUT/logs/data.log"; echo "[gpu-check] no corpus: stopping"; exit 1; }
+phase fp16 bash "$0" --worker-group fp16
+phase variants bash "$0" --worker-group variants
+phase invariants "$PY" -m benchmarks.gpu_check.cli invariants --out "$OUT" "${DRY_FLAG[@]}"
+phase bench "$PY" benchmarks/bench_training.py --fp16 --data "$OUT/data-bin" --no-decode --history '' \
+  --out "$OUT/training_${DEVICE}_$([ "$DRY" = 1 ] && echo tiny || echo base).json" "${BENCH[@]}"
+echo "[gpu-check] $(( $(date +%s) - start )) s in all"
+echo
+"$PY" -m benchmarks.gpu_check.cli summary --out "$OUT" | tee "$OUT/summary.txt"
+exit "${PIPESTATUS[0]}"

@@ -1,0 +1,170 @@
+"""scripts/gpu_check.sh --dry-run: the GPU check's phases on the CPU at the tiny dimensions, as CI
+can run them: every registered system trained by fairseq in fp16 (its CPU path) and decoded in
+fp16, the variants, the invariants in float16 and bfloat16, the benchmark with --fp16, the report;
+a check cut by a phase's time limit keeps what it measured and says so; bad options stop it
+before any work."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from fairseq_mgsa import systems as registry
+
+from tests.paths import ROOT
+SCRIPT = os.path.join(ROOT, "scripts", "gpu_check.sh")
+
+
+def run_check(*args):
+    env = dict(os.environ, PYTHON=sys.executable, OMP_NUM_THREADS="1",
+               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    t0 = time.perf_counter()
+    proc = subprocess.run(["bash", SCRIPT, *args], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True)
+    return proc, time.perf_counter() - t0
+
+
+def read_records(out):
+    with open(os.path.join(out, "results.jsonl")) as f:
+        return [json.loads(line) for line in f]
+
+
+@pytest.fixture(scope="module")
+def dry_run(tmp_path_factory):
+    out = str(tmp_path_factory.mktemp("gpu_check") / "out")
+    proc, seconds = run_check("--dry-run", "--out", out)
+    print(f"gpu_check.sh --dry-run: {seconds:.0f} s")
+    return dict(out=out, proc=proc, records=read_records(out), seconds=seconds)
+
+
+def test_the_dry_run_passes_every_phase(dry_run):
+    proc = dry_run["proc"]
+    assert proc.returncode == 0, proc.stdout[-6000:]
+    phases = {r["phase"]: r for r in dry_run["records"] if r["kind"] == "phase"}
+    assert list(phases) == ["env", "data", "fp16", "variants", "invariants", "bench"]
+    assert all(p["rc"] == 0 and not p["cut"] for p in phases.values()), phases
+    # the summary table comes last, one row a phase
+    last = proc.stdout.rstrip().splitlines()[-7:]
+    assert last[0].split()[:5] == ["phase", "result", "seconds", "limit", "s"]
+    assert [row.split()[0] for row in last[1:]] == list(phases)
+    assert all(row.rstrip().endswith("pass") for row in last[1:]), last
+    with open(os.path.join(dry_run["out"], "summary.txt")) as f:
+        assert f.read().rstrip().splitlines()[-7:] == last
+
+
+def test_every_system_trains_and_decodes_in_fp16(dry_run):
+    runs = {r["name"]: r for r in dry_run["records"] if r["kind"] == "run" and r["phase"] == "fp16"}
+    for name in registry.SYSTEMS:
+        r = runs[f"fp16/{name}"]
+        assert r["status"] == "pass" and r["problems"] == [], r
+        assert r["ran_as"] == "fp16" and r["updates_done"] == r["updates"] == 8
+        assert r["loss_last"] <= 0.9 * r["loss_first"]
+        assert r["loss_scale_last"] is not None and r["overflow_skips"] >= 0  # fairseq's fp16 loss scaler ran
+        assert r["hypotheses"] == r["test_lines"] == 16
+        with open(os.path.join(dry_run["out"], r["log"])) as f:
+            assert "--fp16" in f.readline()
+    started = {r["name"] for r in dry_run["records"] if r["kind"] == "start"}
+    assert started == {r["name"] for r in dry_run["records"] if r["kind"] == "run"}
+
+
+def test_variants_and_what_they_ran_as_on_the_cpu(dry_run):
+    runs = [r for r in dry_run["records"] if r["kind"] == "run" and r["phase"] == "variants"]
+    assert sorted(r["name"] for r in runs) == ["bf16/mgsa_syntactic", "fp16/mgsa_syntactic@big",
+                                               "memory-efficient-fp16/mgsa_syntactic"]
+    by_precision = {(r["precision"], r["size"]): r for r in runs}
+    assert by_precision[("bf16", "base")]["ran_as"].startswith("fp32")  # fairseq's --bf16 --cpu: XLA
+    assert by_precision[("memory-efficient-fp16", "base")]["ran_as"] == "memory-efficient-fp16"
+    assert by_precision[("fp16", "big")]["status"] == "pass"
+    assert all(r["status"] == "pass" for r in by_precision.values())
+
+
+def test_invariants_of_every_system_in_both_half_precisions(dry_run):
+    inv = {(r["system"], r["dtype"]): r for r in dry_run["records"] if r["kind"] == "invariant"}
+    assert set(inv) == {(s, d) for s in registry.SYSTEMS for d in ("float16", "bfloat16")}
+    for r in inv.values():
+        assert r["status"] == "pass" and r["padding"] <= r["tolerance"] and r["incremental"] <= r["tolerance"], r
+
+
+def test_benchmark_with_fp16_gives_the_ratios(dry_run):
+    with open(os.path.join(dry_run["out"], "training_cpu_tiny.json")) as f:
+        result = json.load(f)
+    assert result["config"]["amp_dtype"] == "fp16"
+    base, mgsa = result["systems"]["transformer"], result["systems"]["mgsa_syntactic"]
+    assert base["time_ratio"] == base["flop_ratio"] == base["mem_ratio"] == 1
+    for key in ("speed_ratio", "time_ratio", "flop_ratio", "overhead_ratio", "mem_ratio"):
+        assert mgsa[key] > 0, key
+    assert "mgsa_syntactic" in dry_run["proc"].stdout.split("bench:")[-1]
+
+
+def test_a_cut_phase_keeps_what_it_measured(tmp_path):
+    out = str(tmp_path / "cut")
+    proc, _ = run_check("--dry-run", "--out", out, "--phases", "env,data,fp16", "--limit", "fp16=20")
+    assert proc.returncode != 0
+    recs = read_records(out)
+    fp16 = next(r for r in recs if r["kind"] == "phase" and r["phase"] == "fp16")
+    assert fp16["cut"] and fp16["limit_s"] == 20
+    done = [r for r in recs if r["kind"] == "run"]
+    started = [r["name"] for r in recs if r["kind"] == "start"]
+    assert len(done) < len(registry.SYSTEMS) and len(started) == len(done) + 1
+    report = proc.stdout
+    assert "CUT by its time limit" in report
+    row = next(line for line in report.splitlines() if line.startswith(started[-1] + " "))
+    assert row.rstrip().endswith("cut")
+    for r in done:  # the runs that ended before the cut are reported in full
+        assert any(line.startswith(r["name"] + " ") and line.rstrip().endswith(r["status"])
+                   for line in report.splitlines())
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--workers", "0"], "--workers: expected a positive integer, got '0'"),
+    (["--limit", "fp16"], "--limit: expected PHASE=SECONDS"),
+    (["--phases", "env,train"], "--phases: unknown phase 'train'"),
+    (["--bogus"], "unknown option '--bogus'"),
+])
+def test_bad_options_stop_before_any_work(tmp_path, args, message):
+    proc, _ = run_check("--out", str(tmp_path / "o"), *args)
+    assert proc.returncode == 2 and message in proc.stdout
+    assert not (tmp_path / "o").exists()
+
+
+def test_an_earlier_check_is_not_overwritten(tmp_path):
+    out = tmp_path / "o"
+    out.mkdir()
+    (out / "results.jsonl").write_text('{"kind": "env"}\n')
+    proc, _ = run_check("--dry-run", "--out", str(out))
+    assert proc.returncode == 2 and "holds the results of an earlier check" in proc.stdout
+    assert (out / "results.jsonl").read_text() == '{"kind": "env"}\n'
+
+
+def inner(update, loss, scale=128):
+    stats = {"epoch": 1, "loss": str(loss), "num_updates": str(update), "loss_scale": str(scale)}
+    return f"2026-01-01 00:00:00 | INFO | train_inner | {json.dumps(stats)}"
+
+
+@pytest.mark.parametrize("lines,problem", [
+    ([inner(10, 8.0), inner(20, 7.9)], "loss did not fall (8.000 -> 7.900)"),
+    ([inner(10, 8.0), inner(20, "nan")], "loss not finite"),
+    ([inner(10, 8.0), "x | INFO | fairseq.trainer | NOTE: gradient overflow detected, ignoring gradient, "
+      "setting loss scale to: 64.0", "NOTE: gradient overflow detected", "NOTE: gradient overflow detected",
+      inner(20, 4.0, 64)], "3 fp16 overflow skips in 20 updates"),
+    ([inner(10, 8.0)], "stopped at update 10 of 20"),
+    ([inner(10, 8.0), "FloatingPointError: Minimum loss scale reached (0.0001).", inner(20, 4.0)],
+     "minimum loss scale reached"),
+])
+def test_each_check_of_a_run_can_fail(lines, problem):
+    from benchmarks.gpu_check import runs
+
+    fig = runs.training_figures(lines, 20)
+    assert problem in runs.problems_of(fig, 20, hyps=16, n_test=16)
+
+
+def test_a_missing_hypothesis_fails_the_run():
+    from benchmarks.gpu_check import runs
+
+    fig = runs.training_figures([inner(10, 8.0), inner(20, 4.0)], 20)
+    assert fig["overflow_skips"] == 0 and fig["loss_scale_last"] == 128
+    assert runs.problems_of(fig, 20, hyps=16, n_test=16) == []
+    assert runs.problems_of(fig, 20, hyps=15, n_test=16) == ["15 hypotheses for 16 test lines"]
