@@ -86,18 +86,6 @@ def grammar_batch(batch_size, seed, sentences_per_line, levels=3):
     return mask, phrase_lengths, counts
 
 
-def partitions_for(cfg, mask, phrase_lengths, counts):
-    from fairseq_mgsa.modules.partition import NGRAM, SYNTACTIC, ngram_partition, spans_to_partition
-    out = {}
-    for g in dict.fromkeys(s.strip() for s in cfg.mgsa_granularities.split(",")):
-        if NGRAM.match(g):
-            out[g] = ngram_partition(mask, int(NGRAM.match(g).group(1)))
-        elif SYNTACTIC.match(g):
-            lv = int(SYNTACTIC.match(g).group(1)) - 1
-            out[g] = spans_to_partition(phrase_lengths[lv], counts[lv], mask)
-    return out
-
-
 def op_counts(step):
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
         step()
@@ -138,20 +126,27 @@ def load_before(root):
 
 
 def profile(model, batch_size, a, before_layer=None):
+    import inspect
+
     from fairseq.modules.transformer_layer import TransformerEncoderLayerBase
+    from fairseq_mgsa.modules.granularities import Granularities
     from fairseq_mgsa.modules.mgsa_encoder_layer import MGSAEncoderLayer
+    from fairseq_mgsa.modules.partition import build_partitions
 
     cfg = layer_config(MODELS[model])
+    granularities = Granularities.parse(cfg.mgsa_granularities)  # as the MG-SA encoder parses it
     layers = {}
     for label, cls in (("baseline", TransformerEncoderLayerBase), ("after", MGSAEncoderLayer),
                        ("after, GPU layout", MGSAEncoderLayer), ("before", before_layer)):
         if cls is not None:
             torch.manual_seed(a.seed)
-            layers[label] = cls(cfg).train()
+            # versions before the parsed granularities were handed to the layer built it from cfg alone
+            takes_granularities = "granularities" in inspect.signature(cls).parameters
+            layers[label] = (cls(cfg, granularities) if takes_granularities else cls(cfg)).train()
     # the composition layout a GPU takes (every granularity at once), measured here too
     layers["after, GPU layout"].self_attn.phrase_memory.compose_all_at_once = True
     mask, phrase_lengths, counts = grammar_batch(batch_size, a.seed, a.sentences_per_line)
-    partitions = partitions_for(cfg, mask, phrase_lengths, counts)
+    partitions = build_partitions(granularities, mask, phrase_lengths, counts)
     x = torch.randn(mask.size(1), batch_size, cfg.encoder.embed_dim, requires_grad=True)
 
     def backward(out, *phrases):

@@ -26,9 +26,9 @@ from torch import Tensor
 from ..errors import MGSAError
 from .flat_config import FlatConfigTransformerModel, parse_layers
 
-from ..modules.mgsa_encoder_layer import MGSAEncoderLayer, parse_granularities, phrase_granularities
-from ..modules.multi_granularity_attention import check_granularity
-from ..modules.partition import NGRAM, SYNTACTIC, Partition, ngram_partition, spans_to_partition
+from ..modules.granularities import SYNTACTIC, Granularities
+from ..modules.mgsa_encoder_layer import MGSAEncoderLayer
+from ..modules.partition import Partition, build_partitions
 
 
 @dataclass
@@ -62,20 +62,18 @@ class MGSATransformerEncoder(TransformerEncoderBase):
     def __init__(self, cfg, dictionary, embed_tokens, return_fc=False):
         super().__init__(cfg, dictionary, embed_tokens, return_fc=return_fc)
         self.mgsa_layer_ids = parse_mgsa_layers(cfg.mgsa_layers, len(self.layers))
-        granularities = parse_granularities(cfg.mgsa_granularities)
-        for g in granularities:
-            check_granularity(g)
-        self.phrase_granularities = phrase_granularities(granularities)
+        # the option parsed once, here: the layers and their attention get this value
+        self.granularities = Granularities.parse(cfg.mgsa_granularities)
         for i in self.mgsa_layer_ids:
             self.layers[i] = self.build_mgsa_layer(cfg)
         # phrase-tag supervision: p_i = softmax(W_t g_i + b_t) on the composed syntactic phrases
         num_tags = getattr(cfg, "mgsa_num_phrase_tags", 0) or 0
-        has_syntax = any(SYNTACTIC.match(g) for g in self.phrase_granularities)
+        has_syntax = self.granularities.tree_levels > 0
         self.phrase_tag_classifier = nn.Linear(cfg.encoder.embed_dim, num_tags) if has_syntax and num_tags else None
 
     def build_mgsa_layer(self, cfg):
         # same wrapping as fairseq's build_encoder_layer
-        layer = MGSAEncoderLayer(cfg, return_fc=self.return_fc)
+        layer = MGSAEncoderLayer(cfg, self.granularities, return_fc=self.return_fc)
         if cfg.checkpoint_activations:
             layer = checkpoint_wrapper(layer, offload_to_cpu=cfg.offload_activations)
         min_params_to_wrap = cfg.min_params_to_wrap if not cfg.checkpoint_activations else 0
@@ -83,24 +81,8 @@ class MGSATransformerEncoder(TransformerEncoderBase):
 
     def build_partitions(self, padding_mask: Tensor, src_phrase_lengths: Optional[Tensor],
                          src_phrase_counts: Optional[Tensor]) -> Dict[str, Partition]:
-        """src_phrase_lengths: L x B x M phrase lengths of each tree level (words only,
-        right-padded with 0); src_phrase_counts: L x B. Both from the mgsa_translation task."""
-        partitions = {}
-        for g in self.phrase_granularities:
-            m = NGRAM.match(g)
-            if m:
-                partitions[g] = ngram_partition(padding_mask, int(m.group(1)))
-                continue
-            level = int(SYNTACTIC.match(g).group(1))
-            if src_phrase_lengths is None:
-                raise MGSAError(f"MG-SA granularity {g!r} needs the phrase files of mgsa-preprocess: "
-                                 f"train with --task mgsa_translation on a directory that has them")
-            if level > src_phrase_lengths.size(0):
-                raise MGSAError(f"MG-SA granularity {g!r} needs tree level {level}, but the phrase files "
-                                 f"hold {src_phrase_lengths.size(0)} levels (mgsa-preprocess --levels)")
-            partitions[g] = spans_to_partition(src_phrase_lengths[level - 1], src_phrase_counts[level - 1],
-                                               padding_mask)
-        return partitions
+        """The partition of each phrase granularity (modules/partition.py, build_partitions)."""
+        return build_partitions(self.granularities, padding_mask, src_phrase_lengths, src_phrase_counts)
 
     def phrase_tag_logits(self, encoder_out) -> List[Tuple[int, Tensor, Partition]]:
         """(tree level, B x P x tags logits, partition) for every syntactic granularity of every MG-SA layer."""
@@ -109,9 +91,8 @@ class MGSATransformerEncoder(TransformerEncoderBase):
         out = []
         for layer_composed in encoder_out["mgsa_composed"]:
             for g, (composed, partition) in layer_composed.items():
-                m = SYNTACTIC.match(g)
-                if m:
-                    out.append((int(m.group(1)), self.phrase_tag_classifier(composed), partition))
+                if g.kind == SYNTACTIC:
+                    out.append((g.size, self.phrase_tag_classifier(composed), partition))
         return out
 
     def forward(
@@ -149,7 +130,7 @@ class MGSATransformerEncoder(TransformerEncoderBase):
                 # so that --checkpoint-activations (fairseq's checkpoint_wrapper, which passes
                 # nested outputs through without autograd) keeps L_tag's gradient path to x
                 x, *phrases = layer(x, layer_mask, partitions)
-                composed.append({g: (g_m, partitions[g]) for g, g_m in zip(self.phrase_granularities, phrases)})
+                composed.append({g: (g_m, partitions[g]) for g, g_m in zip(self.granularities.phrase, phrases)})
             else:
                 x = layer(x, encoder_padding_mask=layer_mask)
             if isinstance(x, tuple):  # return_fc layers
@@ -178,16 +159,16 @@ class MGSATransformerModel(FlatConfigTransformerModel):
 
     CONFIG = MGSAConfig
 
+    @property
+    def tree_levels(self) -> int:
+        """How many tree levels this model reads (its syntactic heads need the phrase files'
+        levels 1..tree_levels; 0: none): what the mgsa_translation task asks."""
+        return self.encoder.granularities.tree_levels
+
     @classmethod
     def build_model(cls, args, task):
         args = cls.as_namespace(args)
         mgsa_defaults(args)
-        granularities = parse_granularities(args.mgsa_granularities)
-        syntactic = any(SYNTACTIC.match(g) for g in granularities)
-        if syntactic and not hasattr(task, "tag_dictionary"):
-            raise MGSAError(f"this model has syntactic MG-SA heads ({args.mgsa_granularities}), which need the "
-                            f"phrases of every source sentence: run it with --task mgsa_translation (task "
-                            f"{type(task).__name__} cannot give them)")
         tags = getattr(task, "tag_dictionary", None)
         # The tag count is part of the model's configuration: a checkpoint keeps it in its
         # model args and is built from it, whatever directory it is loaded with (a copy with
@@ -195,12 +176,17 @@ class MGSATransformerModel(FlatConfigTransformerModel):
         saved = getattr(args, "mgsa_num_phrase_tags", None)
         if saved is None:
             args.mgsa_num_phrase_tags = len(tags) if tags is not None else 0
-        elif syntactic and tags is not None and len(tags) != saved and saved:
+        model = super().build_model(args, task)
+        if model.tree_levels and not hasattr(task, "tag_dictionary"):
+            raise MGSAError(f"this model has syntactic MG-SA heads ({args.mgsa_granularities}), which need the "
+                            f"phrases of every source sentence: run it with --task mgsa_translation (task "
+                            f"{type(task).__name__} cannot give them)")
+        if model.tree_levels and saved and tags is not None and len(tags) != saved:
             raise MGSAError(f"the model was trained with {saved} phrase tags, but the tag dictionary of "
                             f"{getattr(task.cfg, 'data', 'the data')} has {len(tags)}: use the data directory "
                             f"the model was trained on, or binarize with mgsa-preprocess --tagdict "
                             f"<that directory>/dict.{task.cfg.source_lang}.tags.txt")
-        return super().build_model(args, task)
+        return model
 
     @classmethod
     def build_encoder(cls, cfg, src_dict, embed_tokens):
@@ -245,13 +231,7 @@ def mgsa_defaults(args):
 
 def check_mgsa_args(args):
     """Raise MGSAError for an MG-SA configuration the encoder could not be built with."""
-    granularities = parse_granularities(args.mgsa_granularities)
-    for g in granularities:
-        check_granularity(g)
-    heads = args.encoder_attention_heads
-    if heads % len(granularities) != 0:
-        raise MGSAError(f"--mgsa-granularities {args.mgsa_granularities}: {heads} heads cannot be split "
-                         f"evenly over {len(granularities)} granularities")
+    Granularities.parse(args.mgsa_granularities).heads_per_group(args.encoder_attention_heads)
     parse_mgsa_layers(args.mgsa_layers, args.encoder_layers)
 
 

@@ -1,4 +1,5 @@
 from .composition import LSTMComposition, LSTMCompositions, MaxPoolComposition, SANComposition
+from .granularities import Granularities, Granularity
 from .interaction import LSTMInteraction, ONLSTMInteraction
 from .mgsa_encoder_layer import MGSAEncoderLayer
 from .multi_granularity_attention import MultiGranularitySelfAttention

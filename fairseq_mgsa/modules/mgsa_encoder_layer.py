@@ -10,27 +10,23 @@ from typing import Dict, Optional
 from fairseq.modules.transformer_layer import TransformerEncoderLayerBase
 from torch import Tensor
 
+from .granularities import Granularities
 from .multi_granularity_attention import MultiGranularitySelfAttention
 from .partition import Partition
 
 
-def parse_granularities(spec: str):
-    return [g.strip() for g in spec.split(",") if g.strip()]
-
-
-def phrase_granularities(granularities):
-    """The distinct phrase granularities, in order of first appearance: the order of the
-    composed phrases an MGSAEncoderLayer returns."""
-    return [g for g in dict.fromkeys(granularities) if g != "word"]
-
-
 class MGSAEncoderLayer(TransformerEncoderLayerBase):
+    def __init__(self, cfg, granularities: Granularities, return_fc: bool = False):
+        # the encoder's parsed --mgsa-granularities, read by build_self_attention during
+        # fairseq's __init__ (a plain value, so it may be set before nn.Module's)
+        self.granularities = granularities
+        super().__init__(cfg, return_fc=return_fc)
+
     def build_self_attention(self, embed_dim, cfg):
-        self.phrase_granularities = phrase_granularities(parse_granularities(cfg.mgsa_granularities))
         return MultiGranularitySelfAttention(
             embed_dim,
             cfg.encoder.attention_heads,
-            granularities=parse_granularities(cfg.mgsa_granularities),
+            granularities=self.granularities,
             composition=cfg.mgsa_composition,
             interaction=cfg.mgsa_interaction,
             onlstm_chunk_size=cfg.mgsa_onlstm_chunk_size,
@@ -41,14 +37,14 @@ class MGSAEncoderLayer(TransformerEncoderLayerBase):
 
     def forward(self, x: Tensor, encoder_padding_mask: Optional[Tensor], partitions: Dict[str, Partition]):
         """x: T x B x C. Returns (x, G_1, .., G_n): the output and the composed phrases
-        (B x P x C) of each phrase granularity, in the order of phrase_granularities().
+        (B x P x C) of each phrase granularity, in the order of Granularities.phrase.
         A flat tuple of tensors, so that fairseq's checkpoint_wrapper
         (--checkpoint-activations) gives every output a gradient."""
         residual = x
         if self.normalize_before:
             x = self.self_attn_layer_norm(x)
         x, composed = self.self_attn(x, key_padding_mask=encoder_padding_mask, partitions=partitions)
-        phrases = [composed[g][0] for g in self.phrase_granularities]
+        phrases = [composed[g][0] for g in self.granularities.phrase]
         x = self.dropout_module(x)
         x = self.residual_connection(x, residual)
         if not self.normalize_before:

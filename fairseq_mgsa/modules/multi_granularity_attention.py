@@ -28,7 +28,7 @@ alone gives B x T x T over tokens, averaged over heads, each phrase's probabilit
 evenly by its tokens. The default path (no weights) is unchanged.
 """
 
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Iterable, List, Optional, Union
 
 import torch
 import torch.nn as nn
@@ -37,8 +37,8 @@ from fairseq.modules import MultiheadAttention
 from torch import Tensor
 
 from ..errors import MGSAError
-
-from .partition import NGRAM, SYNTACTIC, Partition
+from .granularities import WORD, Granularities
+from .partition import Partition
 from .phrase_memory import PhraseMemory
 
 
@@ -46,48 +46,36 @@ def concat(tensors: List[Tensor], dim: int) -> Tensor:
     return tensors[0] if len(tensors) == 1 else torch.cat(tensors, dim=dim)
 
 
-def check_granularity(name: str) -> None:
-    if name != "word" and not NGRAM.match(name) and not SYNTACTIC.match(name):
-        raise MGSAError(
-            f"unknown MG-SA granularity {name!r}: expected 'word', 'ngramN' (e.g. ngram3) or 'synK' (e.g. syn2)"
-        )
-
-
 class MultiGranularitySelfAttention(MultiheadAttention):
     def __init__(
         self,
         embed_dim: int,
         num_heads: int,
-        granularities: List[str],
+        granularities: Union[Granularities, Iterable[str]],
         composition: str = "san",
         interaction: str = "none",
         onlstm_chunk_size: int = 2,
         dropout: float = 0.0,
         **kwargs,
     ):
+        """granularities: the MG-SA encoder's parsed value, or the names of a module used alone."""
         super().__init__(embed_dim, num_heads, dropout=dropout, self_attention=True, **kwargs)
-        for g in granularities:
-            check_granularity(g)
-        if num_heads % len(granularities) != 0:
-            raise MGSAError(
-                f"MG-SA splits heads evenly over granularities: {num_heads} heads cannot be split "
-                f"over {len(granularities)} granularities ({','.join(granularities)})"
-            )
-        self.granularities = list(granularities)
-        self.heads_per_granularity = num_heads // len(granularities)
+        granularities = Granularities.parse(granularities)
+        self.granularities = list(granularities.groups)
+        self.heads_per_granularity = granularities.heads_per_group(num_heads)
         self.q_noise = kwargs.get("q_noise", 0.0)
         group_dim = self.heads_per_granularity * self.head_dim
         # one phrase memory per distinct phrase granularity, shared by its head groups; all
         # of them built by one module with weights stacked over granularities
-        self._phrase_granularities = [g for g in dict.fromkeys(self.granularities) if g != "word"]
+        self._phrase_granularities = list(granularities.phrase)
         self.phrase_memory = PhraseMemory(
             len(self._phrase_granularities), embed_dim, group_dim, composition, interaction, onlstm_chunk_size
         ) if self._phrase_granularities else None
         # head groups by memory: word groups' keys come from the words, phrase groups' from
         # phrase memory j (an index into the stacked memories); `order` puts the concatenation
         # [word groups, phrase groups] back in head order
-        self.word_groups = [i for i, g in enumerate(self.granularities) if g == "word"]
-        self.phrase_groups = [i for i, g in enumerate(self.granularities) if g != "word"]
+        self.word_groups = [i for i, g in enumerate(self.granularities) if g.kind == WORD]
+        self.phrase_groups = [i for i, g in enumerate(self.granularities) if g.kind != WORD]
         memories = [self._phrase_granularities.index(self.granularities[i]) for i in self.phrase_groups]
         self.memories_in_order = memories == list(range(len(memories)))
         self.register_buffer("phrase_group_memory", torch.tensor(memories, dtype=torch.long), persistent=False)
@@ -191,7 +179,7 @@ class MultiGranularitySelfAttention(MultiheadAttention):
         out = []
         for i, g in enumerate(self.granularities):
             p = probs[:, i * hpg:(i + 1) * hpg]  # B x h x T x T
-            if g != "word":
+            if g.kind != WORD:
                 index = partitions[g].phrase_index  # B x T, -1 at padding
                 member = F.one_hot(index.clamp(min=0), T).to(p.dtype) * (index >= 0).unsqueeze(-1).to(p.dtype)
                 size = member.sum(dim=1).clamp(min=1)  # B x T(phrases): tokens per phrase

@@ -15,14 +15,13 @@ phrase of its own at every granularity (n-gram and syntactic alike), so the word
 phrases never straddle it.
 """
 
-import re
-from typing import NamedTuple
+from typing import Dict, NamedTuple, Optional
 
 import torch
 from torch import Tensor
 
-NGRAM = re.compile(r"^ngram([1-9][0-9]*)$")
-SYNTACTIC = re.compile(r"^syn([1-9][0-9]*)$")
+from ..errors import MGSAError
+from .granularities import NGRAM, Granularities
 
 
 class Partition(NamedTuple):
@@ -76,3 +75,24 @@ def spans_to_partition(phrase_lengths: Tensor, num_phrases: Tensor, padding_mask
     index = torch.where(is_eos, num_phrases.unsqueeze(1), index)
     index = index.masked_fill(padding_mask, -1)
     return Partition.build(index, num_phrases + 1)
+
+
+def build_partitions(granularities: Granularities, padding_mask: Tensor, phrase_lengths: Optional[Tensor],
+                     phrase_counts: Optional[Tensor]) -> Dict[str, Partition]:
+    """The partition of every phrase granularity of a batch: n-grams from the padding alone,
+    tree level K from the phrase files' level K. phrase_lengths: L x B x M phrase lengths of
+    each tree level (words only, right-padded with 0); phrase_counts: L x B (the batch fields
+    of the mgsa_translation task)."""
+    partitions = {}
+    for g in granularities.phrase:
+        if g.kind == NGRAM:
+            partitions[g] = ngram_partition(padding_mask, g.size)
+            continue
+        if phrase_lengths is None:
+            raise MGSAError(f"MG-SA granularity {g!r} needs the phrase files of mgsa-preprocess: "
+                            f"train with --task mgsa_translation on a directory that has them")
+        if g.size > phrase_lengths.size(0):
+            raise MGSAError(f"MG-SA granularity {g!r} needs tree level {g.size}, but the phrase files "
+                            f"hold {phrase_lengths.size(0)} levels (mgsa-preprocess --levels)")
+        partitions[g] = spans_to_partition(phrase_lengths[g.size - 1], phrase_counts[g.size - 1], padding_mask)
+    return partitions

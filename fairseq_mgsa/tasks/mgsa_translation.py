@@ -24,8 +24,6 @@ from fairseq.tasks.translation import TranslationConfig, TranslationTask
 from ..data.inference_phrases import InferencePhraseDataset, PhraseAnnotator
 from ..data.phrase_pair_dataset import PhrasePairDataset, load_phrase_file
 from ..errors import MGSAError
-from ..modules.mgsa_encoder_layer import parse_granularities
-from ..modules.partition import SYNTACTIC
 
 logger = logging.getLogger(__name__)
 
@@ -178,12 +176,11 @@ class MGSATranslationTask(TranslationTask):
                 f"--levels {self.required_levels} (or more) on this split")
 
     def build_model(self, cfg, from_checkpoint=False):
-        granularities = parse_granularities(getattr(cfg, "mgsa_granularities", "") or "")
-        levels = [int(m.group(1)) for m in map(SYNTACTIC.match, granularities) if m]
-        self.required_levels = max(levels, default=0)
+        model = super().build_model(cfg, from_checkpoint)
+        # the model says how many tree levels it reads (syntactic MG-SA); others read none
+        self.required_levels = getattr(model, "tree_levels", 0)
         for split in self.datasets:
             self.check_phrases(split)
-        model = super().build_model(cfg, from_checkpoint)
         if not reads_phrases(model):
             logger.info(f"{type(model).__name__} does not read phrases: the phrase files of the data are not "
                         f"given to it (the model trains and decodes as with --task translation)")

@@ -15,6 +15,7 @@ import torch
 import torch.nn as nn
 from fairseq.data import data_utils
 
+from ...modules.granularities import SYNTACTIC, WORD, Granularity
 from ...modules.hybrid_attention import HybridMultiheadAttention
 from ...modules.multi_granularity_attention import MultiGranularitySelfAttention
 from ...modules.phrase_based_attention import HOMOGENEOUS, PhraseBasedAttention
@@ -86,7 +87,7 @@ def sentence_arrays(task, model, batch, b: int, recorder, partitions, hypotheses
                 heads = w[g_i * h:(g_i + 1) * h, b].index_select(1, real)  # h x T x slots
                 key = f"m{k}_mgsa{layer}_{g}" + (f"_{g_i}" if module.granularities.count(g) > 1 else "")
                 groups.append(key[len(f"m{k}_mgsa{layer}_"):])
-                if g == "word":
+                if g.kind == WORD:
                     out[key] = heads.index_select(2, real).float().numpy()
                     continue
                 spans = phrase_spans(partitions[g].phrase_index[b, real])
@@ -116,13 +117,12 @@ def sentence_arrays(task, model, batch, b: int, recorder, partitions, hypotheses
     return out
 
 
-def phrase_tags(task, batch, granularity: str, b: int, count: int) -> List[str]:
+def phrase_tags(task, batch, granularity: Granularity, b: int, count: int) -> List[str]:
     """Tag of each phrase of a syntactic granularity (synK: tree level K), from the batch's
     phrase_tags; n-gram phrases have none. The last phrase is the end-of-sentence token's."""
     tags = batch.get("phrase_tags")
     tag_dict = getattr(task, "tag_dictionary", None)
-    if not granularity.startswith("syn") or tags is None:
+    if granularity.kind != SYNTACTIC or tags is None:
         return ["" for _ in range(count - 1)] + ["</s>"]
-    level = int(granularity[3:])
-    ids = tags[level - 1, b, :count - 1].tolist()
+    ids = tags[granularity.size - 1, b, :count - 1].tolist()
     return [tag_dict[t] if tag_dict is not None else str(t) for t in ids] + ["</s>"]

@@ -173,7 +173,7 @@ class ScratchProbe(nn.Module):
 
 def run_scratch(key, a, corpus, splits, task_data, workdir, blind=False):
     """Set-up 2 (or the control, blind=True): per task, the system's 3-layer encoder and the MLP, trained together."""
-    from .encoders import build_vocab, scratch_encoder, syntactic_levels, tag_vocab, word_items
+    from .encoders import build_vocab, scratch_encoder, tag_vocab, word_items
 
     label, system_name, extra = SCRATCH[key]
     system = registry.get(system_name)
@@ -184,8 +184,8 @@ def run_scratch(key, a, corpus, splits, task_data, workdir, blind=False):
            "syntactic": system.needs_trees, "test": {}, "valid": {}, "epochs": {}}
     for t, data in task_data.items():
         torch.manual_seed(a.seed)
-        encoder = scratch_encoder(system, extra, vocab, tags, os.path.join(workdir, key))
-        items = word_items(corpus, vocab, syntactic_levels(encoder), blind=blind)
+        encoder, levels = scratch_encoder(system, extra, vocab, tags, os.path.join(workdir, key))
+        items = word_items(corpus, vocab, levels, blind=blind)
         probe = ScratchProbe(encoder, len(data.classes), data.word_level, a.hidden, a.dropout)
 
         def batch_of(s, ids):

@@ -26,14 +26,6 @@ USER_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__fil
 SCRATCH_LAYERS = 3
 
 
-def syntactic_levels(encoder) -> int:
-    """The deepest tree level an encoder's MG-SA heads read (0: it reads no tree)."""
-    from ...modules.partition import SYNTACTIC
-
-    granularities = getattr(encoder, "phrase_granularities", ())
-    return max((int(m.group(1)) for m in map(SYNTACTIC.match, granularities) if m), default=0)
-
-
 def encode(encoder, batch: Batch) -> Tuple[torch.Tensor, torch.Tensor]:
     """(top-layer states B x T x C, padding mask B x T) of a batch."""
     extra = {}
@@ -76,8 +68,8 @@ def check_data_option(data: str):
 
 
 def load_checkpoint(path: str, data: Optional[str], option: str = "--checkpoint"):
-    """(encoder in eval mode, fairseq task) of a checkpoint; a file that is not a fairseq
-    checkpoint, or a data directory without its dictionaries, is a ProbeError naming it."""
+    """(encoder in eval mode, fairseq task, the tree levels the model reads) of a checkpoint; a file
+    that is not a fairseq checkpoint, or a data directory without its dictionaries, is a ProbeError naming it."""
     from fairseq import checkpoint_utils
 
     import fairseq_mgsa  # noqa: F401  (registers the plugin; lets torch.load read the checkpoint)
@@ -118,7 +110,7 @@ def load_checkpoint(path: str, data: Optional[str], option: str = "--checkpoint"
             raise
         raise ProbeError(f"{where} has no binarized split (train.SRC-TGT.*) to tell the checkpoint's languages "
                          f"from: expected {EXPECTED_DATA}", path)
-    return models[0].encoder.eval(), task
+    return models[0].encoder.eval(), task, getattr(models[0], "tree_levels", 0)
 
 
 def subword_entries(dictionary: Dictionary, separator: str) -> int:
@@ -152,12 +144,12 @@ class FrozenEncoder:
         from fairseq.data import encoders
 
         self.path, self.option = path, option
-        self.encoder, self.task = load_checkpoint(path, data, option)  # the encoder alone: the rest is freed
+        # the encoder alone (the rest is freed), and the tree levels the model reads
+        self.encoder, self.task, self.levels = load_checkpoint(path, data, option)
         self.src_dict = self.task.source_dictionary
         self.bpe, self.bpe_separator = None, bpe_separator
         if bpe:
             self.bpe = encoders.build_bpe(argparse.Namespace(bpe=bpe, bpe_codes=bpe_codes, bpe_separator=bpe_separator))
-        self.levels = syntactic_levels(self.encoder)
         self.unknown = self.total = 0  # tokens the checkpoint's dictionary does not know
 
     def items(self, sentences: Sequence[Sentence], tree_texts: Sequence[Tuple[int, str]]) -> List[Item]:
@@ -241,7 +233,8 @@ def tag_vocab(sentences: Sequence[Sentence], levels: int) -> Dictionary:
 def scratch_encoder(system: registry.System, extra_args: Sequence[str], vocab: Dictionary, tags: Dictionary,
                     workdir: str):
     """A registered system's encoder, 3 layers at the `tiny` size, built by fairseq from the
-    system's options; its data directory holds only the dictionaries."""
+    system's options (its data directory holds only the dictionaries), and the tree levels
+    it reads (0: none)."""
     from fairseq import options, tasks
 
     os.makedirs(workdir, exist_ok=True)
@@ -255,4 +248,4 @@ def scratch_encoder(system: registry.System, extra_args: Sequence[str], vocab: D
     args = options.parse_args_and_arch(options.get_training_parser(), argv)
     task = tasks.setup_task(args)
     model = task.build_model(args)
-    return model.encoder
+    return model.encoder, getattr(model, "tree_levels", 0)

@@ -215,7 +215,7 @@ def test_phrase_memory_ignores_padding_phrases():
 
 @pytest.mark.parametrize("spec,error", [
     (dict(granularities=["word", "trigram"]), "unknown MG-SA granularity 'trigram'"),
-    (dict(granularities=["word", "ngram2", "ngram3"]), "cannot be split over 3 granularities"),
+    (dict(granularities=["word", "ngram2", "ngram3"]), "4 heads cannot be split evenly over 3 granularities"),
     (dict(granularities=["word", "ngram2"], composition="cnn"), "unknown phrase composition 'cnn'"),
     (dict(granularities=["word", "ngram2"], interaction="gru"), "unknown phrase interaction 'gru'"),
 ])
