@@ -24,7 +24,7 @@ from omegaconf import OmegaConf
 
 from fairseq_mgsa import systems as registry
 
-from fairseq_runs import USER_DIR, make_data_bin
+from tests.fairseq_runs import USER_DIR, make_data_bin
 
 PLAIN = (str, int, float, bool, type(None))
 LAYOUTS = ("cfg", "args")  # fairseq >= 0.10 (hydra configs), and the older argparse checkpoints
