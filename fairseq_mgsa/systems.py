@@ -103,7 +103,7 @@ SYSTEMS: Dict[str, System] = {s.name: s for s in (
            size_args={size: ("--encoder-ffn-embed-dim", str(width), "--decoder-ffn-embed-dim", str(width))
                       for size, width in (("tiny", 1472), ("cpu", 1728), ("base", 6784), ("big", 13568),
                                                   ("iwslt", 5760))},
-           notes="the baseline with a wider FFN: within 5% of pba_interleaved_queryk's parameters (PEERS.md 7)"),
+           notes="the baseline with a wider FFN: within 5% of pba_interleaved_queryk's parameters (docs/compare.md, a parameter-matched baseline)"),
     System("mgsa_ngram", "MG-SA n-gram", sized("mgsa_transformer"),
            notes="word,ngram2,ngram3,ngram4 heads, SAN composition, layer 1"),
     System("mgsa_ngram_onlstm", "MG-SA n-gram + ON-LSTM", sized("mgsa_transformer"),

@@ -180,7 +180,7 @@ def check_hysan_args(args):
                         f"max(1, width / r)")
 
 
-# The recommended configuration (PEERS.md H7): encoder global + forward + backward + local
+# The recommended configuration (docs/peers.md, HySAN's decisions: the paper's text does not give it): encoder global + forward + backward + local
 # (radius 2), decoder global + local2, squeeze-gate fusion, in every layer.
 RECOMMENDED = dict(hysan_encoder_branches="global,forward,backward,local2", hysan_decoder_branches="global,local2",
                    hysan_fusion="gate", hysan_gate_reduction=64, hysan_encoder_layers="all",
@@ -203,7 +203,7 @@ def hysan_architecture(name: str, transformer_arch, preset=None):
     return register_model_architecture("hysan_transformer", name)(arch)
 
 
-# Sizes as fairseq's (PEERS.md H12): Base d 512 / ffn 2048 / 8 heads; Big (the paper's Large)
+# Sizes as fairseq's (docs/peers.md, HySAN's decisions: the paper's settings table is lost): Base d 512 / ffn 2048 / 8 heads; Big (the paper's Large)
 # d 1024 / ffn 4096 / 16 heads; IWSLT (the paper's Small) d 512 / ffn 1024 / 4 heads.
 hysan_transformer = hysan_architecture("hysan_transformer", base_architecture)
 hysan_transformer_big = hysan_architecture("hysan_transformer_big", transformer_vaswani_wmt_en_de_big)

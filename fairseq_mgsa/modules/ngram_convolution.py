@@ -1,6 +1,6 @@
 """Building blocks of phrase-based attention (Nguyen & Joty): end-aligned n-gram windows.
 
-Every n-gram is indexed by its LAST token (PEERS.md A.1.1): the n-gram at t covers
+Every n-gram is indexed by its LAST token (docs/peers.md, n-gram alignment): the n-gram at t covers
 tokens t-n+1 .. t, positions before the sequence start read as zero vectors. With
 that alignment the ordinary token-level causal mask is also the right mask for
 n-gram keys (an n-gram ending at j may be seen by query i iff j <= i), and one
@@ -78,7 +78,7 @@ class NGramConv(nn.Conv1d):
 
 
 def spread_over_tokens(probs: Tensor, n: int, real: Optional[Tensor]) -> Tensor:
-    """Token-level view of attention over n-grams (PEERS.md P11): each n-gram's
+    """Token-level view of attention over n-grams (fairseq's alignment buffer is token-wide; docs/peers.md, attention weights): each n-gram's
     probability is shared evenly by the real tokens it covers.
 
     probs: B x H x T x S over n-grams ending at each key position; real: B x S or None.

@@ -1,4 +1,5 @@
-"""Phrase-based attention (Nguyen & Joty, "Phrase-Based Attentions"): PEERS.md A.1.
+"""Phrase-based attention (Nguyen & Joty, "Phrase-Based Attentions"). docs/peers.md states the
+method and the decisions taken where the paper is silent.
 
 Keys and values are n-grams of the key sequence, made by convolution (CONVKV, eq. 5)
 or scored with the query as the convolution kernel (QUERYK, eq. 6), arranged as
@@ -12,7 +13,7 @@ unchanged. The parameters of the unigram part carry MultiheadAttention's names (
 k_proj, v_proj, out_proj), so a unigram-only module loads a MultiheadAttention state dict.
 It is not a MultiheadAttention subclass: its incremental state holds n-gram keys, the
 recent layer inputs and, for the interleaved cross attention, the previous query input,
-and every entry must follow the beam (PEERS.md A.1.7). That bookkeeping is
+and every entry must follow the beam (docs/peers.md, incremental decoding). That bookkeeping is
 phrase_based_decoding.py's (PhraseBasedDecoding); this file holds the attention itself.
 """
 
@@ -176,7 +177,7 @@ class PhraseBasedAttention(PhraseBasedDecoding, nn.Module):
                 if self.attention == CONVKV:
                     k = _heads(self.k_ngram[str(n)](x, real), h)
                 else:
-                    # projected keys, zero (not the bias) at pads and before the start (PEERS P4);
+                    # projected keys, zero (not the bias) at pads and before the start (docs/peers.md, QUERYK);
                     # unfolded into n-tap windows once, so a decoding step appends one window
                     k = _heads(zero_pads(self._key_linear(n)(x), real), h)  # B x h x S x d_k
                     k = end_aligned_windows(k.reshape(B * h, S, -1), n).view(B, h, S, -1)
@@ -292,7 +293,7 @@ class PhraseBasedAttention(PhraseBasedDecoding, nn.Module):
         return (out.reshape(B * T, 1, H * dk) if beam > 1 else out.reshape(B, T, H * dk)), probs_all
 
     def token_weights(self, probs_all: List[Tensor], key_real: Optional[Tensor]) -> Tensor:
-        """Per-head attention over source TOKENS (PEERS.md P11), B x H x T x S."""
+        """Per-head attention over source TOKENS (fairseq's alignment buffer is token-wide; docs/peers.md, attention weights), B x H x T x S."""
         heads = []
         if self.mode == HOMOGENEOUS:
             for (n, _), p in zip(self.groups, probs_all):

@@ -1,4 +1,4 @@
-"""The decoding-step half of phrase-based attention (PhraseBasedAttention, PEERS.md A.1.7):
+"""The decoding-step half of phrase-based attention (PhraseBasedAttention; docs/peers.md, incremental decoding):
 the incremental state a decoding step reads and extends, and its bookkeeping under beam search.
 
 A step keeps, batch-first, the last layer inputs of the query side (the n-gram keys and the
@@ -75,7 +75,7 @@ class PhraseBasedDecoding:
 
     def reorder_incremental_state(self, incremental_state: Dict[str, Dict[str, Optional[Tensor]]],
                                   new_order: Tensor):
-        """Every per-hypothesis entry follows the beam (PEERS.md A.1.7), the interleaved cross
+        """Every per-hypothesis entry follows the beam (docs/peers.md, incremental decoding), the interleaved cross
         attention's query window too. Encoder-side entries kept once per sentence (set_beam_size)
         are identical for a sentence's hypotheses and beam search reorders within a sentence, so
         they change only when sentences finish (fewer rows), as in fairseq's MultiheadAttention."""

@@ -1,7 +1,7 @@
 """``mgsa-train-parser``: train stanza's POS tagger and constituency parser on a treebank, offline.
 
 For a language or domain without a downloadable stanza model, or on a machine that
-cannot download (these: DESIGN.md section 5), from PTB-format treebank files:
+cannot download stanza's models, from PTB-format treebank files:
 
     mgsa-train-parser --train train.mrg --dev dev.mrg --out parser/
     mgsa-preprocess ... --parser stanza --stanza-dir parser/

@@ -1,5 +1,5 @@
 """fairseq's data-parallel path (the one multi-GPU users take), run on CPU: 2 processes
-(gloo, --ddp-backend legacy_ddp, one process per rank, DESIGN.md section 5) reach the
+(gloo, --ddp-backend legacy_ddp, one process per rank, docs/distributed.md) reach the
 same parameters and log the same losses as 1 process with --update-freq 2 on the same
 batches.
 

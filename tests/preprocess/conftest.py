@@ -32,7 +32,7 @@ def pos_of_single_word(node: Node) -> str:
 
 
 def reference_levels(tree: Node, levels: int):
-    """Levels as lists of (start word, end word, tag), by the definition in DESIGN.md.
+    """Levels as lists of (start word, end word, tag), by the definition in docs/preprocessing.md (The partition).
 
     ``tree`` carries plain labels (no function tags) and may contain -NONE-.
     """

@@ -1,5 +1,5 @@
 """The parameter-matched baseline: fairseq's Transformer with a wider FFN, so that a built
-model has the parameters of a peer (PEERS.md section 7: part of a peer's gain may be capacity).
+model has the parameters of a peer (docs/compare.md: part of a peer's gain may be capacity).
 
 Matching counts the parameters of built models (on torch's meta device: no memory, no
 initialisation cost) without the token embeddings, which both share: the totals then

@@ -1,4 +1,4 @@
-"""The leakage control of PEERS.md 6.4: probes that see only the partition.
+"""The leakage control of the probing tasks (docs/analyses.md, Probing): probes that see only the partition.
 
 A syntactic MG-SA model is given the top-K tree levels of the very sentence it
 classifies, and TSS is nearly decided by the top level's boundaries. Two controls see

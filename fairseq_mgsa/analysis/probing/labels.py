@@ -1,6 +1,6 @@
 """Labels of the five probing tasks of the paper's Table 5, read from bracketed trees.
 
-Tasks (Shi, Padhi & Knight 2016; definitions of PEERS.md 6.4), coarse to fine:
+Tasks (Shi, Padhi & Knight 2016; definitions in docs/analyses.md, Probing), coarse to fine:
 
     Voice  sentence  active / passive: passive iff the main clause's verb group holds a form of
                      "be" or "get" whose VP complement is headed by VBN; no label when the top

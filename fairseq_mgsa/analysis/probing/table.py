@@ -7,7 +7,7 @@ from typing import Dict, List, Optional
 
 from .labels import TASK_NAMES
 
-# The paper's Table 5 (accuracy %, Toronto Book Corpus, 120K sentences per task, PEERS.md 6.4):
+# The paper's Table 5 (accuracy %, Toronto Book Corpus, 120K sentences per task; docs/analyses.md, Probing):
 # label, [Voice, Tense, TSS, SPC, POS], the paper's Avg.
 PAPER = {
     "pretrained": [("BASE", [73.38, 73.73, 72.72, 92.81, 93.73], 81.27),

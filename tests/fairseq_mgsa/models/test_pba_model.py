@@ -137,7 +137,7 @@ def test_source_padding_side_does_not_change_the_translation_scores(models, comb
 @pytest.mark.parametrize("combo", COMBOS)
 def test_model_parameters_follow_the_formulas(combo):
     """Whole model (6+6 layers, d 64, 8 heads) minus fairseq's transformer = 18 times the
-    per-module formula of PEERS.md A.1.8 (6 encoder self, 6 decoder self, 6 cross)."""
+    per-module formula of docs/peers.md (6 encoder self, 6 decoder self, 6 cross)."""
     size = ["--encoder-embed-dim", "64", "--decoder-embed-dim", "64", "--encoder-ffn-embed-dim", "64",
             "--decoder-ffn-embed-dim", "64"]
     attention, mode = combo

@@ -1,7 +1,7 @@
 """Phrase-based attention (PhraseBasedAttention) against plain reference code:
 fairseq's MultiheadAttention for unigram-only configurations, loops over n-gram windows
 for CONVKV and QUERYK, a literal strided convolution over the interleaved sequence,
-left = right padding, parameter counts = PEERS.md A.1.8, and half / bfloat16 runs."""
+left = right padding, parameter counts = the formulas of docs/peers.md, and half / bfloat16 runs."""
 
 import itertools
 import math
@@ -252,7 +252,7 @@ def test_left_and_right_padding_give_the_same_outputs(attention, mode, role):
 
 
 def extra_parameters(attention, mode, role, ngrams, d, heads, shared_key=False):
-    """PEERS.md A.1.8, weights and biases, beyond MultiheadAttention's 4 d^2 + 4 d."""
+    """The extra parameters of docs/peers.md's formulas, weights and biases, beyond MultiheadAttention's 4 d^2 + 4 d."""
     dk = d // heads
     if mode == "homogeneous":
         per_group = heads // len(ngrams)
@@ -293,7 +293,7 @@ def test_parameter_counts_follow_the_formulas(attention, mode):
 
 
 def test_weight_only_formulas_of_peers_a18():
-    """The d^2 terms of PEERS.md A.1.8 as printed there (biases aside)."""
+    """The d^2 terms of docs/peers.md's formulas as printed there (biases aside)."""
     d, heads = 64, 8
     dd = d * d
     assert extra_parameters("convkv", "homogeneous", "enc", [1, 2], d, heads) == dd  # 4/4
