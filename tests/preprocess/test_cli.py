@@ -196,7 +196,7 @@ def test_tagdict_reuse_without_train(corpus, tmp_path):
 
 def test_ptb_tree_file_with_escapes_and_bpe_codes(tmp_path):
     """Multi-line PTB trees (traces, function tags, escapes) against Moses-escaped text, BPE applied by the command."""
-    from test_trees import ESCAPES_SOURCE, PTB_CONTROL, PTB_ESCAPES
+    from tests.preprocess.test_trees import ESCAPES_SOURCE, PTB_CONTROL, PTB_ESCAPES
 
     raw = tmp_path / "raw"
     raw.mkdir()

@@ -148,14 +148,14 @@ def test_unseen_dev_labels_drop_keeps_exactly_the_other_trees(tmp_path):
     assert kept_all == [dev[0], dev[0]] and none == {}
 
 
-def test_default_parser_epochs_are_at_most_about_4000_updates():
+def test_default_parser_epochs_are_at_most_about_6000_updates():
     from mgsa_preprocess.parser_training.train_parser import default_parser_epochs
 
     assert [default_parser_epochs(n, 10) for n in (40, 300, 2000, 2200, 3000, 3114, 40000)] == [
-        20, 20, 20, 18, 13, 13, 4]
+        30, 30, 30, 27, 20, 19, 4]
     for trees in range(100, 12000, 37):
         e = default_parser_epochs(trees, 10)
         updates = e * trees / 10
-        assert 4 <= e <= 20
-        if 4 < e < 20:  # as near 4,000 updates as whole epochs get
-            assert abs(updates - 4000) <= trees / 10 / 2 + 1e-9
+        assert 4 <= e <= 30
+        if 4 < e < 30:  # as near 6,000 updates as whole epochs get
+            assert abs(updates - 6000) <= trees / 10 / 2 + 1e-9
