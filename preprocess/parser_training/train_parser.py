@@ -51,8 +51,8 @@ def default_parser_epochs(train_trees: int, batch_size: int) -> int:
     """At most about 6,000 updates, 4 to 30 epochs (19 for the WSJ sample's 3,114 trees). stanza's
     multistage training switches optimizer after half of them; on the WSJ sample its first stage
     gained 2-3 F1 an epoch up to the switch and the second about 1. With 13 epochs (the switch
-    after 6) an idle machine's run stopped on its plateau at 78.9 test F1 in 15 minutes; 19 (the
-    switch after 9) reach the documented ~80.5 in about the 27 minutes the old time caps allowed
+    after 6) an idle machine's run stopped on its plateau at 78.9 test F1 in 15 minutes; with 19
+    (the switch after 9) at 82.3 in 21 minutes, within the 27 the old time caps allowed
     (docs/benchmarks-parser.md)."""
     return min(30, max(4, round(6000 * batch_size / train_trees)))
 

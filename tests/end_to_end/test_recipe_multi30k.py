@@ -269,6 +269,12 @@ def test_parser_dir_may_be_an_existing_empty_folder(run, tmp_path):
     assert (parser_dir / "test_f1.txt").read_text().startswith(f"parser {parser_dir}: labeled-bracket F1 ")
     again = bash(os.path.join(RECIPE, "03_parse.sh"), env).stdout
     assert f"using the parser trained already in {parser_dir}" in again and "03_parse: done already" in again
+    # a record without its model (what the old mgsa-train-parser left after a failed rerun): trained
+    # again, not "used as it is" and then failing on the missing file
+    os.remove(parser_dir / "pos.pt")
+    log = bash(os.path.join(RECIPE, "03_parse.sh"), env).stdout
+    assert f"{parser_dir}/mgsa_parser.json is there but not pos.pt: training the parser again" in log
+    assert (parser_dir / "pos.pt").exists() and f"03_parse: redoing it: {parser_dir}/mgsa_parser.json changed" in log
 
 
 def test_another_bpe_merges_redoes_the_binaries_and_training_refuses_the_old_checkpoints(run, tmp_path):
