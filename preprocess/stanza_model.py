@@ -11,17 +11,20 @@ Layout (every file stanza's own; `mgsa_parser.json` is the project's record):
 
 `mgsa-preprocess --stanza-dir DIR` and `fairseq-interactive --stanza-dir DIR` load such a
 directory (recognised by its `mgsa_parser.json`) with `download_method=None`: nothing is
-fetched, and a missing file is a one-line error naming it.
+fetched, and a missing file is a one-line error naming it. mgsa-train-parser builds a new model
+in DIR/partial/ and moves it into DIR only once it is complete, its record last.
 """
 
 import json
 import os
+import shutil
 from typing import Optional
 
 from .errors import PreprocessError
 
 RECORD = "mgsa_parser.json"
 FILES = {"pretrain": "pretrain.pt", "pos": "pos.pt", "constituency": "constituency.pt", "resources": "resources.json"}
+PARTIAL = "partial"  # DIR/partial/: a model being trained, moved into DIR once complete (install_model)
 
 
 def is_model_dir(path: Optional[str]) -> bool:
@@ -51,6 +54,33 @@ def write_record(model_dir: str, record: dict) -> None:
         json.dump(record, f, indent=2)
     with open(model_files(model_dir)["resources"], "w") as f:
         f.write("{}\n")
+
+
+def staging_dir(out: str) -> str:
+    """OUT/partial/, emptied: where the new model is built (OUT's old model, if any, stays as it is)."""
+    try:
+        os.makedirs(out, exist_ok=True)
+        new = os.path.join(out, PARTIAL)
+        shutil.rmtree(new, ignore_errors=True)  # what an earlier failed run left
+        os.makedirs(os.path.join(new, "training"))
+    except OSError as e:
+        raise PreprocessError(f"cannot create the model directory: {e.strerror}", out) from None
+    return new
+
+
+def install_model(new: str, out: str) -> None:
+    """The complete model of `new` into `out`, replacing the old one: the old record first (a
+    directory without it is no model), then the files, then the new record."""
+    record = os.path.join(out, RECORD)
+    if os.path.exists(record):
+        os.remove(record)
+    for name in list(FILES.values()) + ["training"]:
+        target = os.path.join(out, name)
+        if os.path.isdir(target) and not os.path.islink(target):
+            shutil.rmtree(target)
+        os.replace(os.path.join(new, name), target)
+    os.replace(os.path.join(new, RECORD), record)
+    os.rmdir(new)
 
 
 def load_pipeline(model_dir: str, processors: str = "tokenize,pos,constituency", use_gpu: bool = False,

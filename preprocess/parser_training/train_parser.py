@@ -32,18 +32,16 @@ line each, also under --quiet: preprocess/parser_training/stanza_offline.py.
 import argparse
 import logging
 import os
-import shutil
 import sys
 import time
 
 from ..errors import PreprocessError
-from ..stanza_model import FILES, RECORD, model_files, write_record
+from ..stanza_model import FILES, install_model, model_files, staging_dir, write_record
 from .stanza_offline import EpochProgress, stanza_offline
 from .stopping import Plateau, StopTraining, tagger_stopping
 from .treebank import check_dev_labels, read_treebank, write_conllu
 from .word_vectors import check_text, check_vectors, random_vectors, train_word2vec, write_pretrain
 
-PARTIAL = "partial"  # OUT/partial/: the model being trained, moved into OUT once complete
 TAGGER_EVALS = 10  # the tagger's default step cap, in dev evaluations (tagger_schedule)
 
 
@@ -310,33 +308,6 @@ def read_inputs(a):
         {"train": train_stats, "dev": dev_stats}
 
 
-def staging_dir(out: str) -> str:
-    """OUT/partial/, emptied: where the new model is built (OUT's old model, if any, stays as it is)."""
-    try:
-        os.makedirs(out, exist_ok=True)
-        new = os.path.join(out, PARTIAL)
-        shutil.rmtree(new, ignore_errors=True)  # what an earlier failed run left
-        os.makedirs(os.path.join(new, "training"))
-    except OSError as e:
-        raise PreprocessError(f"cannot create the model directory: {e.strerror}", out) from None
-    return new
-
-
-def install(new: str, out: str) -> None:
-    """The complete model of `new` into `out`, replacing the old one: the old record first (a
-    directory without it is no model), then the files, then the new record."""
-    record = os.path.join(out, RECORD)
-    if os.path.exists(record):
-        os.remove(record)
-    for name in list(FILES.values()) + ["training"]:
-        target = os.path.join(out, name)
-        if os.path.isdir(target) and not os.path.islink(target):
-            shutil.rmtree(target)
-        os.replace(os.path.join(new, name), target)
-    os.replace(os.path.join(new, RECORD), record)
-    os.rmdir(new)
-
-
 def train(a) -> dict:
     import torch
 
@@ -394,7 +365,7 @@ def train(a) -> dict:
     record["load_average_at_end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
     record["bytes"] = {k: os.path.getsize(files[k]) for k in ("pretrain", "pos", "constituency")}
     write_record(new, record)
-    install(new, a.out)
+    install_model(new, a.out)
     print(f"[mgsa-train-parser] done in {record['seconds']:.0f} s: dev {summary(record['dev'])}"
           + (f"; test {summary(record['test'])}" if a.test else "")
           + f", {sum(record['bytes'].values()) / 1e6:.1f} MB -> {a.out}"
