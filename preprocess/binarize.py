@@ -1,10 +1,4 @@
-"""Phrase files in fairseq's indexed-dataset format, and the tag dictionary.
-
-For a split with fairseq binary prefix ``P`` (``{destdir}/{split}.{src}-{tgt}.{src}``)
-level k is the mmap indexed dataset ``P.syn{k}.bin/.idx``: one int32 item per
-source line, in order, ``[len_1 .. len_M, tag_1 .. tag_M]``, where len_i is the
-number of subword tokens of phrase i (they sum to the line's token count, the
-end-of-sentence token excluded) and tag_i its index in ``dict.{src}.tags.txt``.
+"""Writing the phrase files and the tag dictionary (their format: phrase_files.py).
 
 The CPU work (tree reading, normalisation, partition, alignment) runs on chunks
 of sentences, in worker processes with ``--workers``; the main process reads the
@@ -25,15 +19,11 @@ from fairseq.data.indexed_dataset import MMapIndexedDataset, data_file_path, ind
 from .align import cumulative, split_words, subword_lengths
 from .errors import BadTree, PreprocessError
 from .partition import UNKNOWN_TAG, flat_partition, partition
+from .phrase_files import ITEM_DTYPE, build_tag_dictionary, encode_items, item_layout, phrase_prefix
 from .report import MAX_EXAMPLES, SplitReport
 from .trees import TreeStats, check_leaves, iter_tree_texts, parse_tree
 
 CHUNK_SIZE = 2000  # sentences per task: large enough to amortise pickling, small for smooth progress
-
-
-def phrase_prefix(prefix: str, level: int) -> str:
-    """``P.syn{k}``: the phrase file of level k (1-based) beside fairseq's ``P.bin/.idx``."""
-    return f"{prefix}.syn{level}"
 
 
 @dataclass(frozen=True)
@@ -116,8 +106,8 @@ def process_chunk(job: PhraseJob, chunk) -> dict:
     normalisation["leaves_matched_through_escapes"] = escaped
     return {
         "n_phrases": [np.asarray(m, dtype=np.int64) for m in n_phrases],
-        "lens": [np.asarray(x, dtype=np.int32) for x in lens],
-        "tags": [np.asarray(x, dtype=np.int32) for x in tags],
+        "lens": [np.asarray(x, dtype=ITEM_DTYPE) for x in lens],
+        "tags": [np.asarray(x, dtype=ITEM_DTYPE) for x in tags],
         "tag_names": list(tag_ids),
         "ntok": np.asarray(ntok, dtype=np.int64),
         "stats": {"sentences": len(chunk), "words": words_total, "subwords": int(sum(ntok)),
@@ -149,7 +139,7 @@ def ordered_map(fn: Callable, tasks: Iterable, workers: int, window: int = 4,
 
 
 class PhraseFileWriter:
-    """One level's phrase file, a fairseq mmap indexed dataset of int32 items.
+    """One level's phrase file, a fairseq mmap indexed dataset (phrase_files.py).
 
     Bytes are written a chunk at a time and the index by fairseq's own
     ``MMapIndexedDataset.Index.writer``, so the format is fairseq's while the
@@ -165,19 +155,13 @@ class PhraseFileWriter:
         self._sizes: List[np.ndarray] = []
 
     def add_chunk(self, n_phrases: np.ndarray, lens: np.ndarray, tags: np.ndarray):
-        total = len(lens)
-        item_start = np.repeat(np.cumsum(n_phrases) - n_phrases, n_phrases)  # phrases before the item
-        pos_len = np.arange(total) + item_start  # 2*item_start + rank in item
-        out = np.empty(2 * total, dtype=np.int32)
-        out[pos_len] = lens
-        out[pos_len + np.repeat(n_phrases, n_phrases)] = tags
-        self._bin.write(out.tobytes())
+        self._bin.write(encode_items(n_phrases, lens, tags).tobytes())
         self._sizes.append(2 * n_phrases)
 
     def finalize(self) -> np.ndarray:
         self._bin.close()
         sizes = np.concatenate(self._sizes) if self._sizes else np.zeros(0, dtype=np.int64)
-        with MMapIndexedDataset.Index.writer(index_file_path(self.partial), np.int32) as index:
+        with MMapIndexedDataset.Index.writer(index_file_path(self.partial), ITEM_DTYPE) as index:
             index.write(sizes)
         return sizes
 
@@ -195,15 +179,13 @@ class PhraseFileWriter:
 
 def remap_tags(partial_prefix: str, sizes: np.ndarray, lut: np.ndarray, block: int = 1 << 20):
     """Rewrite the tag half of every item through ``lut`` (provisional -> final tag index)."""
-    data = np.memmap(data_file_path(partial_prefix), dtype=np.int32, mode="r+")
+    data = np.memmap(data_file_path(partial_prefix), dtype=ITEM_DTYPE, mode="r+")
     offsets = np.concatenate([[0], np.cumsum(sizes)])
     for b in range(0, len(sizes), block):
-        m = sizes[b:b + block] // 2
-        lo = offsets[b]
-        seg = data[lo:offsets[b + len(m)]]
-        first_tag = offsets[b:b + len(m)] - lo + m  # where each item's tags begin
-        pos = np.repeat(first_tag - (np.cumsum(m) - m), m) + np.arange(int(m.sum()))
-        seg[pos] = lut[seg[pos]]
+        m = sizes[b:b + block] // 2  # phrases of each item of the block
+        seg = data[offsets[b]:offsets[b + len(m)]]
+        _, tags_at = item_layout(m)
+        seg[tags_at] = lut[seg[tags_at]]
     data.flush()
     del data
 
@@ -226,9 +208,9 @@ class TagTable:
             if c:
                 report.tag_counts[name] += c
         if self.dictionary is None:
-            return np.array([self.provisional.setdefault(n, len(self.provisional)) for n in names], dtype=np.int32)
+            return np.array([self.provisional.setdefault(n, len(self.provisional)) for n in names], dtype=ITEM_DTYPE)
         d = self.dictionary
-        lut = np.array([d.index(n) for n in names], dtype=np.int32)
+        lut = np.array([d.index(n) for n in names], dtype=ITEM_DTYPE)
         for name, idx, c in zip(names, lut.tolist(), counts.tolist()):
             if idx == d.unk_index and name != UNKNOWN_TAG and c:
                 report.unseen_tags[name] += c
@@ -236,13 +218,8 @@ class TagTable:
 
     def finish_train(self, report: SplitReport) -> np.ndarray:
         """Build the dictionary from the train counts; return provisional -> final indices."""
-        d = Dictionary()
-        for name, count in sorted(report.tag_counts.items(), key=lambda x: (-x[1], x[0])):
-            d.add_symbol(name, n=count)
-        # No thresholding and no padding to a multiple: a tag class per real tag.
-        d.finalize(threshold=-1, nwords=-1, padding_factor=1)
-        self.dictionary = d
-        lut = np.zeros(max(len(self.provisional), 1), dtype=np.int32)
+        self.dictionary = d = build_tag_dictionary(report.tag_counts)
+        lut = np.zeros(max(len(self.provisional), 1), dtype=ITEM_DTYPE)
         for name, i in self.provisional.items():
             lut[i] = d.index(name)
         return lut

@@ -14,12 +14,13 @@ import sys
 import tempfile
 
 from .errors import PreprocessError
+from .phrase_files import TAG_SYMBOLS, phrase_prefix, report_path, tag_dictionary_path
 from .progress import end_line
 
 DESCRIPTION = ("Binarize a parallel corpus for fairseq (all fairseq-preprocess options apply) and write, for the "
                "source, the top-K syntactic phrase partitions of every sentence as phrase files "
-               "{destdir}/{split}.{src}-{tgt}.{src}.syn{k}.bin/.idx, the tag dictionary dict.{src}.tags.txt and "
-               "a report mgsa_preprocess_report.{json,txt}.")
+               f"{phrase_prefix('{destdir}/{split}.{src}-{tgt}.{src}', '{k}')}.bin/.idx, the tag dictionary "
+               f"{tag_dictionary_path('{destdir}', '{src}')} and a report {report_path('{destdir}')} (and .txt).")
 
 
 def get_parser():
@@ -192,7 +193,7 @@ def run(args) -> dict:
         return {"shard_id": args.shard_id, "num_shards": args.num_shards, "splits": shards}
 
     fairseq_options.check_existing_dictionaries(args)
-    tag_dict_path = fairseq_options.tag_dict_path(args.destdir, src)
+    tag_dict_path = tag_dictionary_path(args.destdir, src)
     dict_paths = [fairseq_preprocess._dict_path(src, args.destdir), tag_dict_path]
     if target:
         dict_paths.insert(1, fairseq_preprocess._dict_path(tgt, args.destdir))
@@ -252,7 +253,7 @@ def _trees_phrases_fairseq(args, splits, seg_prefix, parse_kwargs, new_dicts, al
 
     src, tgt = args.source_lang, args.target_lang
     progress = not args.no_progress_bar
-    tag_dict_path = fairseq_options.tag_dict_path(args.destdir, src)
+    tag_dict_path = tag_dictionary_path(args.destdir, src)
 
     # 2. Trees
     trees = {}
@@ -323,12 +324,12 @@ def _trees_phrases_fairseq(args, splits, seg_prefix, parse_kwargs, new_dicts, al
         "source_lang": src,
         "target_lang": tgt,
         "levels": args.levels,
-        "phrase_prefixes": {name: fairseq_preprocess.dataset_dest_prefix(args, name, src) + ".syn{k}"
+        "phrase_prefixes": {name: phrase_prefix(fairseq_preprocess.dataset_dest_prefix(args, name, src), "{k}")
                             for name, _ in splits},
         "tag_dictionary": tag_dict_path,
         "tags": len(tags.dictionary) - tags.dictionary.nspecial,
         # the ids in the phrase files index these symbols: fairseq-train checks its tag dictionary against them
-        "tag_symbols": list(tags.dictionary.symbols),
+        TAG_SYMBOLS: list(tags.dictionary.symbols),
         "lenient": args.lenient,
         "splits": {name: r.as_dict() for name, r in reports.items()},
         "alignments": alignments,
@@ -348,7 +349,7 @@ def _dict_only_summary(args, tags) -> dict:
     if not args.only_source:
         paths["--tgtdict"] = fairseq_options.dict_path(dest, tgt)
     sizes = {option: f"{len(Dictionary.load(path))} types" for option, path in paths.items()}  # fairseq's count
-    paths["--tagdict"] = fairseq_options.tag_dict_path(dest, src)
+    paths["--tagdict"] = tag_dictionary_path(dest, src)
     sizes["--tagdict"] = f"{len(tags.dictionary) - tags.dictionary.nspecial} tags"
     print("mgsa-preprocess --dict-only: wrote " + ", ".join(f"{paths[o]} ({sizes[o]})" for o in paths))
     reuse = dict(paths)

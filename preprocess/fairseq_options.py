@@ -10,14 +10,11 @@ import copy
 import os
 
 from .errors import PreprocessError
+from .phrase_files import tag_dictionary_path
 
 
 def dict_path(destdir: str, lang: str) -> str:
     return os.path.join(destdir, f"dict.{lang}.txt")  # fairseq_cli.preprocess._dict_path's name
-
-
-def tag_dict_path(destdir: str, src: str) -> str:
-    return os.path.join(destdir, f"dict.{src}.tags.txt")
 
 
 def check(args):
@@ -60,7 +57,7 @@ def check_existing_dictionaries(args):
     wanted = [("--srcdict", dict_path(dest, src), args.srcdict or (args.joined_dictionary and one_given))]
     if not args.only_source:
         wanted.append(("--tgtdict", dict_path(dest, tgt), args.tgtdict or (args.joined_dictionary and one_given)))
-    wanted.append(("--tagdict", tag_dict_path(dest, src), args.tagdict))
+    wanted.append(("--tagdict", tag_dictionary_path(dest, src), args.tagdict))
     present = [(option, path) for option, path, given in wanted if not given and os.path.exists(path)]
     if not present:
         return

@@ -1,9 +1,10 @@
 """The preprocessing report: what was read, written, normalised, repaired."""
 
 import json
-import os
 from collections import Counter
 from typing import Dict, List
+
+from .phrase_files import report_path
 
 MAX_EXAMPLES = 20  # repaired sentences listed by file:line per split
 
@@ -94,9 +95,9 @@ def format_text(report: Dict) -> str:
 def write_report(report: Dict, destdir: str) -> str:
     """Write ``mgsa_preprocess_report.{json,txt}`` and return the text form."""
     text = format_text(report)
-    with open(os.path.join(destdir, "mgsa_preprocess_report.json"), "w") as f:
+    with open(report_path(destdir), "w") as f:
         json.dump(report, f, indent=2)
         f.write("\n")
-    with open(os.path.join(destdir, "mgsa_preprocess_report.txt"), "w") as f:
+    with open(report_path(destdir, text=True), "w") as f:
         f.write(text)
     return text

@@ -1,10 +1,7 @@
 """A LanguagePairDataset that also carries the source's phrase files (one per tree level).
 
-Phrase file format (written by mgsa-preprocess): for level k, the fairseq indexed
-dataset `{split}.{src}-{tgt}.{src}.syn{k}` holds, for every source line in order,
-`[len_1 .. len_M, tag_1 .. tag_M]`: the length in subword tokens and the tag id of
-each phrase. The lengths cover the line's tokens without the end-of-sentence token,
-which the model treats as a phrase of its own.
+The phrase files, the tag dictionary and the report beside them are mgsa-preprocess's
+(their format: preprocess/phrase_files.py, imported as mgsa_preprocess.phrase_files).
 
 A batch gets, beside fairseq's usual fields:
 
@@ -22,7 +19,6 @@ that is not the one the files were written with, when opened for a sample of
 sentences and for every sentence when it is first batched.
 """
 
-import json
 import os
 import struct
 from typing import List, Optional
@@ -31,10 +27,10 @@ import numpy as np
 import torch
 from fairseq.data import BaseWrapperDataset, data_utils
 from fairseq.data.indexed_dataset import MMapIndexedDataset, data_file_path, index_file_path
+from mgsa_preprocess.phrase_files import ITEM_DTYPE, REPORT, decode_item, phrase_prefix, written_tag_symbols
 
 from ..errors import MGSAError
 
-REPORT = "mgsa_preprocess_report.json"  # written by mgsa-preprocess beside the phrase files
 CHECKED_AT_LOAD = 512  # sentences whose phrases are checked when the files are opened
 
 
@@ -79,9 +75,10 @@ def load_phrase_file(path: str, dataset_impl: Optional[str] = None):
     if not isinstance(dataset, MMapIndexedDataset):
         return dataset  # other fairseq formats carry no byte count to check against
     index = dataset._index
-    if index.dtype != np.int32:
-        raise MGSAError(f"{idx}: items of type {np.dtype(index.dtype).name}, but phrase files hold int32 "
-                        f"[lengths, tags]: is this a token file, or an .idx of another file?")
+    if index.dtype != ITEM_DTYPE:
+        raise MGSAError(f"{idx}: items of type {np.dtype(index.dtype).name}, but phrase files hold "
+                        f"{np.dtype(ITEM_DTYPE).name} [lengths, tags]: is this a token file, or an .idx of "
+                        f"another file?")
     sizes = index.sizes
     odd = np.flatnonzero(sizes % 2)
     if len(odd):
@@ -96,16 +93,6 @@ def load_phrase_file(path: str, dataset_impl: Optional[str] = None):
     return dataset
 
 
-def written_tag_symbols(prefix: str) -> Optional[List[str]]:
-    """The tag dictionary's symbols as mgsa-preprocess recorded them beside the files, if it did."""
-    path = os.path.join(os.path.dirname(prefix) or ".", REPORT)
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f).get("tag_symbols")
-    except (OSError, ValueError):
-        return None
-
-
 class PhrasePairDataset(BaseWrapperDataset):
     def __init__(self, dataset, levels: List, tag_pad: int, name: str, truncated=False,
                  tag_dictionary=None, tag_dictionary_path: str = "the tag dictionary"):
@@ -117,7 +104,7 @@ class PhrasePairDataset(BaseWrapperDataset):
         super().__init__(dataset)
         for k, level in enumerate(levels, 1):
             if len(level) != len(dataset):
-                raise MGSAError(f"{name}.syn{k}: {len(level)} sentences, but the source binaries hold "
+                raise MGSAError(f"{phrase_prefix(name, k)}: {len(level)} sentences, but the source binaries hold "
                                 f"{len(dataset)}; phrase files must be made from the same text (mgsa-preprocess)")
         self.levels = levels
         self.tag_pad = tag_pad
@@ -126,10 +113,11 @@ class PhrasePairDataset(BaseWrapperDataset):
         self.num_tags = None if tag_dictionary is None else len(tag_dictionary)
         self.tag_dictionary_path = tag_dictionary_path
         if tag_dictionary is not None:
-            written = written_tag_symbols(name)
+            written = written_tag_symbols(os.path.dirname(name) or ".")
             if written is not None and written != list(tag_dictionary.symbols):
-                raise MGSAError(f"{tag_dictionary_path}: not the tag dictionary the phrase files {name}.syn* "
-                                f"were written with (see {REPORT} beside them): tag ids would mean other tags")
+                raise MGSAError(f"{tag_dictionary_path}: not the tag dictionary the phrase files "
+                                f"{phrase_prefix(name, '*')} were written with (see {REPORT} beside them): "
+                                f"tag ids would mean other tags")
         self.check_sample()
 
     def check_sample(self):
@@ -148,10 +136,9 @@ class PhrasePairDataset(BaseWrapperDataset):
         """[(lengths, tags)] per level for sentence `index` of `num_tokens` tokens without EOS."""
         out = []
         for k, level in enumerate(self.levels, 1):
-            item = level[index].long()
-            m = len(item) // 2
-            lengths, tags = item[:m], item[m:]
-            where = f"{self.name}.syn{k}, sentence {index + 1}"
+            lengths, tags = decode_item(level[index].long())
+            m = len(lengths)
+            where = f"{phrase_prefix(self.name, k)}, sentence {index + 1}"
             if m and int(lengths.min()) < 1:
                 raise MGSAError(f"{where}: a phrase of length {int(lengths.min())}: the phrase file is damaged; "
                                 f"run mgsa-preprocess again")

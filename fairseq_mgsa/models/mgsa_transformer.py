@@ -21,6 +21,7 @@ from fairseq.models.transformer import (
 )
 from fairseq.distributed import fsdp_wrap
 from fairseq.modules.checkpoint_activations import checkpoint_wrapper
+from mgsa_preprocess.phrase_files import tag_dictionary_path
 from torch import Tensor
 
 from ..errors import MGSAError
@@ -185,7 +186,7 @@ class MGSATransformerModel(FlatConfigTransformerModel):
             raise MGSAError(f"the model was trained with {saved} phrase tags, but the tag dictionary of "
                             f"{getattr(task.cfg, 'data', 'the data')} has {len(tags)}: use the data directory "
                             f"the model was trained on, or binarize with mgsa-preprocess --tagdict "
-                            f"<that directory>/dict.{task.cfg.source_lang}.tags.txt")
+                            f"{tag_dictionary_path('<that directory>', task.cfg.source_lang)}")
         return model
 
     @classmethod

@@ -3,8 +3,8 @@
 Everything of `translation` (options, several data directories separated by ':',
 train shards train1, train2..., filtering by length, batching by tokens, shuffling,
 sharding, left/right padding) is fairseq's; this task adds, for every split that has
-them, the phrase files written by mgsa-preprocess and the tag dictionary
-`dict.{src}.tags.txt`, and checks that they fit the token binaries.
+them, the phrase files written by mgsa-preprocess and their tag dictionary (their format:
+mgsa_preprocess.phrase_files), and checks that they fit the token binaries.
 """
 
 import inspect
@@ -20,6 +20,7 @@ from fairseq.data import ConcatDataset, Dictionary, data_utils, indexed_dataset
 from fairseq.dataclass import ChoiceEnum
 from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask
+from mgsa_preprocess.phrase_files import phrase_prefix, tag_dictionary_path
 
 from ..data.inference_phrases import InferencePhraseDataset, PhraseAnnotator
 from ..data.phrase_pair_dataset import PhrasePairDataset, load_phrase_file
@@ -62,10 +63,6 @@ class MGSATranslationConfig(TranslationConfig):
     parser_device: ChoiceEnum(["auto", "cpu", "cuda"]) = field(default="auto", metadata={"help": "stanza device"})
     stanza_dir: Optional[str] = field(default=None, metadata={
         "help": "stanza model directory, or a parser directory written by mgsa-train-parser (loaded offline)"})
-
-
-def tag_dictionary_path(data_path: str, src: str) -> str:
-    return os.path.join(data_path, f"dict.{src}.tags.txt")
 
 
 def load_tag_dictionaries(paths, src: str) -> Optional[Dictionary]:
@@ -122,7 +119,7 @@ class MGSATranslationTask(TranslationTask):
         for k in itertools.count(1):
             if self.cfg.phrase_levels and k > self.cfg.phrase_levels:
                 break
-            path = f"{prefix}.syn{k}"
+            path = phrase_prefix(prefix, k)
             if not indexed_dataset.dataset_exists(path, impl=self.cfg.dataset_impl):
                 if self.cfg.phrase_levels:
                     raise MGSAError(f"{path}.bin/.idx not found: --phrase-levels {self.cfg.phrase_levels} "
@@ -161,7 +158,7 @@ class MGSATranslationTask(TranslationTask):
             truncated=self.cfg.max_source_positions - 1 if self.cfg.truncate_source else False,
             tag_dictionary=self.tag_dictionary,
             tag_dictionary_path=tag_dictionary_path(utils.split_paths(self.cfg.data)[0], self.cfg.source_lang))
-        logger.info(f"{split}: {num_levels} phrase levels from {prefixes[0]}.syn*")
+        logger.info(f"{split}: {num_levels} phrase levels from {phrase_prefix(prefixes[0], '*')}")
         self.check_phrases(split)
 
     def num_levels(self, split) -> int:

@@ -13,6 +13,7 @@ from typing import List, Tuple
 from fairseq import checkpoint_utils, tasks
 from fairseq.data import data_utils
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+from mgsa_preprocess.phrase_files import is_tag_dictionary
 
 from ... import checkpoint_loading  # noqa: F401  (torch.load allow-list for fairseq checkpoints)
 from ...errors import MGSAError
@@ -25,7 +26,7 @@ TORCH_MAGIC = (b"PK\x03\x04", b"\x80")
 def dictionaries(data: str) -> List[str]:
     """The token dictionaries of a data directory (not MG-SA's phrase-tag dictionary)."""
     return sorted(f for f in os.listdir(data) if f.startswith("dict.") and f.endswith(".txt")
-                  and not f.endswith(".tags.txt"))
+                  and not is_tag_dictionary(f))
 
 
 def check_data_dir(data: str) -> None:

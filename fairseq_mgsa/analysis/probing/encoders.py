@@ -16,6 +16,7 @@ import torch
 from fairseq.data import Dictionary
 from mgsa_preprocess.align import split_words
 from mgsa_preprocess.partition import partition
+from mgsa_preprocess.phrase_files import tag_dictionary_path
 from mgsa_preprocess.progress import bar
 
 from ... import systems as registry
@@ -241,7 +242,7 @@ def scratch_encoder(system: registry.System, extra_args: Sequence[str], vocab: D
     for lang in ("src", "tgt"):
         vocab.save(os.path.join(workdir, f"dict.{lang}.txt"))
     if system.needs_trees:
-        tags.save(os.path.join(workdir, "dict.src.tags.txt"))
+        tags.save(tag_dictionary_path(workdir, "src"))
     argv = [workdir, "--user-dir", USER_DIR, "--source-lang", "src", "--target-lang", "tgt",
             *system.train_args("tiny"), *extra_args, "--encoder-layers", str(SCRATCH_LAYERS),
             "--decoder-layers", "1", "--dropout", "0.1", "--cpu"]
