@@ -28,6 +28,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from mgsa_preprocess.binarize import PhraseJob, TagTable, commit_split, write_split  # noqa: E402
+from mgsa_preprocess.phrase_files import tag_dictionary_path  # noqa: E402
 from mgsa_preprocess.report import SplitReport  # noqa: E402
 from mgsa_preprocess.synthetic import Grammar  # noqa: E402
 
@@ -82,7 +83,7 @@ def run(n: int, form: str, workers: int, levels: int = 3) -> dict:
         written = write_split(job, os.path.join(d, "train.src-tgt.src"), report, tags, workers=workers,
                               progress=False, is_train=True)
         commit_split(written)
-        tags.dictionary.save(os.path.join(d, "dict.src.tags.txt"))
+        tags.dictionary.save(tag_dictionary_path(d, "src"))
         seconds = time.perf_counter() - t0
         assert report.sentences == n, (report.sentences, n)
         tree_bytes = os.path.getsize(job.tree_path)

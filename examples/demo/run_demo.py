@@ -59,6 +59,7 @@ from demo_train import CommandFailed, USER_DIR, run  # noqa: E402
 from fairseq_mgsa import systems as registry  # noqa: E402
 from fairseq_mgsa.analysis import compare  # noqa: E402  (the package: its names load when used)
 from fairseq_mgsa.analysis.compare import report as compare_report  # noqa: E402
+from mgsa_preprocess.phrase_files import tag_dictionary_path  # noqa: E402
 from mgsa_preprocess.synthetic import ambiguous_lines, write_corpus  # noqa: E402
 
 compare.quiet_other_libraries()  # importing fairseq sets the root logger to DEBUG
@@ -221,7 +222,7 @@ def train_parser(a, raw, work, gold_data, logs):
     t0 = time.time()
     preprocess(raw, data, os.path.join(logs, "preprocess_parser.log"), "--parser", "stanza", "--stanza-dir",
                parser_dir, "--srcdict", os.path.join(gold_data, "dict.src.txt"),
-               "--tagdict", os.path.join(gold_data, "dict.src.tags.txt"))
+               "--tagdict", tag_dictionary_path(gold_data, "src"))
     record = read_record(parser_dir)
     test = score_files(f"{raw}/test.src.tree", os.path.join(data, "trees", "test.src.tree"))
     return data, {
