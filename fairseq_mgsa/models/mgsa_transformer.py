@@ -12,24 +12,16 @@ from typing import Dict, List, Optional, Tuple
 import torch
 import torch.nn as nn
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
-from fairseq.models import register_model, register_model_architecture
-from fairseq.models.transformer import (
-    TransformerEncoderBase,
-    base_architecture,
-    transformer_iwslt_de_en,
-    transformer_vaswani_wmt_en_de_big,
-)
-from fairseq.distributed import fsdp_wrap
-from fairseq.modules.checkpoint_activations import checkpoint_wrapper
+from fairseq.models import register_model
+from fairseq.models.transformer import TransformerEncoderBase
 from mgsa_preprocess.phrase_files import tag_dictionary_path
 from torch import Tensor
 
 from ..errors import MGSAError
-from .flat_config import FlatConfigTransformerModel, parse_layers
-
 from ..modules.granularities import SYNTACTIC, Granularities
 from ..modules.mgsa_encoder_layer import MGSAEncoderLayer
 from ..modules.partition import Partition, build_partitions
+from .base import SIZES, MethodTransformerModel, parse_layers, wrap_layer
 
 
 @dataclass
@@ -66,19 +58,11 @@ class MGSATransformerEncoder(TransformerEncoderBase):
         # the option parsed once, here: the layers and their attention get this value
         self.granularities = Granularities.parse(cfg.mgsa_granularities)
         for i in self.mgsa_layer_ids:
-            self.layers[i] = self.build_mgsa_layer(cfg)
+            self.layers[i] = wrap_layer(cfg, MGSAEncoderLayer(cfg, self.granularities, return_fc=self.return_fc))
         # phrase-tag supervision: p_i = softmax(W_t g_i + b_t) on the composed syntactic phrases
         num_tags = getattr(cfg, "mgsa_num_phrase_tags", 0) or 0
         has_syntax = self.granularities.tree_levels > 0
         self.phrase_tag_classifier = nn.Linear(cfg.encoder.embed_dim, num_tags) if has_syntax and num_tags else None
-
-    def build_mgsa_layer(self, cfg):
-        # same wrapping as fairseq's build_encoder_layer
-        layer = MGSAEncoderLayer(cfg, self.granularities, return_fc=self.return_fc)
-        if cfg.checkpoint_activations:
-            layer = checkpoint_wrapper(layer, offload_to_cpu=cfg.offload_activations)
-        min_params_to_wrap = cfg.min_params_to_wrap if not cfg.checkpoint_activations else 0
-        return fsdp_wrap(layer, min_num_params=min_params_to_wrap)
 
     def build_partitions(self, padding_mask: Tensor, src_phrase_lengths: Optional[Tensor],
                          src_phrase_counts: Optional[Tensor]) -> Dict[str, Partition]:
@@ -153,12 +137,12 @@ class MGSATransformerEncoder(TransformerEncoderBase):
         }
 
 
-# Configured through argparse, with the MG-SA fields in a flat dataclass (flat_config.py says why).
 @register_model("mgsa_transformer")
-class MGSATransformerModel(FlatConfigTransformerModel):
+class MGSATransformerModel(MethodTransformerModel):
     """Transformer with Multi-Granularity Self-Attention (Hao et al., EMNLP 2019) in its encoder."""
 
     CONFIG = MGSAConfig
+    ENCODER = MGSATransformerEncoder
 
     @property
     def tree_levels(self) -> int:
@@ -167,9 +151,13 @@ class MGSATransformerModel(FlatConfigTransformerModel):
         return self.encoder.granularities.tree_levels
 
     @classmethod
+    def check_args(cls, args):
+        Granularities.parse(args.mgsa_granularities).heads_per_group(args.encoder_attention_heads)
+        parse_mgsa_layers(args.mgsa_layers, args.encoder_layers)
+
+    @classmethod
     def build_model(cls, args, task):
         args = cls.as_namespace(args)
-        mgsa_defaults(args)
         tags = getattr(task, "tag_dictionary", None)
         # The tag count is part of the model's configuration: a checkpoint keeps it in its
         # model args and is built from it, whatever directory it is loaded with (a copy with
@@ -188,10 +176,6 @@ class MGSATransformerModel(FlatConfigTransformerModel):
                             f"the model was trained on, or binarize with mgsa-preprocess --tagdict "
                             f"{tag_dictionary_path('<that directory>', task.cfg.source_lang)}")
         return model
-
-    @classmethod
-    def build_encoder(cls, cfg, src_dict, embed_tokens):
-        return MGSATransformerEncoder(cfg, src_dict, embed_tokens)
 
     @classmethod
     def hub_models(cls):
@@ -224,49 +208,14 @@ class MGSATransformerModel(FlatConfigTransformerModel):
         return decoder_out
 
 
-def mgsa_defaults(args):
-    for name, value in vars(MGSAConfig()).items():
-        if name.startswith("mgsa_") and getattr(args, name, None) is None:
-            setattr(args, name, value)
-
-
-def check_mgsa_args(args):
-    """Raise MGSAError for an MG-SA configuration the encoder could not be built with."""
-    Granularities.parse(args.mgsa_granularities).heads_per_group(args.encoder_attention_heads)
-    parse_mgsa_layers(args.mgsa_layers, args.encoder_layers)
-
-
 # The paper's best configuration (its Table 3, row 6): word + top 3 tree levels,
 # SAN composition, phrase-tag supervision, ON-LSTM interaction, encoder layer 1.
 PAPER_SYNTACTIC = dict(mgsa_layers="1", mgsa_granularities="word,syn1,syn2,syn3",
                        mgsa_composition="san", mgsa_interaction="onlstm")
 
 
-def mgsa_architecture(name: str, transformer_arch, preset=None):
-    """Register `name` as `transformer_arch` plus MG-SA defaults (`preset` first); a bad
-    MG-SA option stops the command at argument parsing with a one-line error (see errors.py)."""
-
-    def arch(args):
-        for key, value in (preset or {}).items():
-            if getattr(args, key, None) is None:
-                setattr(args, key, value)
-        mgsa_defaults(args)
-        transformer_arch(args)
-        check_mgsa_args(args)
-
-    arch.__doc__ = f"MG-SA encoder on fairseq's `{transformer_arch.__name__}` architecture."
-    return register_model_architecture("mgsa_transformer", name)(arch)
-
-
-# Transformer-Base (as fairseq's `transformer`): d 512, ffn 2048, 8 heads, 6+6 layers.
-mgsa_transformer = mgsa_architecture("mgsa_transformer", base_architecture)
-# Transformer-Big: d 1024, ffn 4096, 16 heads, dropout 0.3.
-mgsa_transformer_big = mgsa_architecture("mgsa_transformer_big", transformer_vaswani_wmt_en_de_big)
-# IWSLT size: d 512, ffn 1024, 4 heads (one per granularity).
-mgsa_transformer_iwslt_de_en = mgsa_architecture("mgsa_transformer_iwslt_de_en", transformer_iwslt_de_en)
-# The paper's full MG-SA, base and big.
-mgsa_transformer_syntactic = mgsa_architecture("mgsa_transformer_syntactic", base_architecture, PAPER_SYNTACTIC)
-mgsa_transformer_big_syntactic = mgsa_architecture(
-    "mgsa_transformer_big_syntactic", transformer_vaswani_wmt_en_de_big, PAPER_SYNTACTIC)
-mgsa_transformer_iwslt_de_en_syntactic = mgsa_architecture(
-    "mgsa_transformer_iwslt_de_en_syntactic", transformer_iwslt_de_en, PAPER_SYNTACTIC)
+# At each of fairseq's sizes (base.SIZES; IWSLT: 4 heads, one per granularity), with the
+# n-gram defaults and with the paper's full MG-SA.
+for _size, _arch in SIZES.items():
+    MGSATransformerModel.architecture(f"mgsa_transformer{_size}", _arch)
+    MGSATransformerModel.architecture(f"mgsa_transformer{_size}_syntactic", _arch, PAPER_SYNTACTIC)

@@ -11,21 +11,13 @@ from dataclasses import dataclass, field
 from typing import List
 
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
-from fairseq.distributed import fsdp_wrap
-from fairseq.models import register_model, register_model_architecture
-from fairseq.models.transformer import (
-    TransformerDecoderBase,
-    TransformerEncoderBase,
-    base_architecture,
-    transformer_iwslt_de_en,
-    transformer_vaswani_wmt_en_de_big,
-)
-from fairseq.modules.checkpoint_activations import checkpoint_wrapper
-from fairseq.modules.transformer_layer import TransformerDecoderLayerBase, TransformerEncoderLayerBase
+from fairseq.models import register_model
+from fairseq.models.transformer import TransformerDecoderBase, TransformerEncoderBase
 
 from ..errors import MGSAError
-from .flat_config import FlatConfigTransformerModel, parse_layers
+from ..modules.pba_layers import PBADecoderLayer, PBAEncoderLayer
 from ..modules.phrase_based_attention import ROLES, PhraseBasedAttention, check_pba_config
+from .base import SIZES, MethodTransformerModel, parse_layers, wrap_layer
 
 
 @dataclass
@@ -69,60 +61,15 @@ def parse_roles(spec: str) -> List[str]:
     return roles
 
 
-def build_pba(cfg, embed_dim: int, heads: int, role: str, kdim=None) -> PhraseBasedAttention:
-    return PhraseBasedAttention(embed_dim, heads, kdim=kdim, dropout=cfg.attention_dropout,
-                                attention=cfg.pba_attention, mode=cfg.pba_mode, ngrams=parse_ngrams(cfg.pba_ngrams),
-                                role=role, shared_key=bool(cfg.pba_queryk_shared_key))
-
-
-def wrap_layer(cfg, layer):
-    # the wrapping of fairseq's build_encoder_layer / build_decoder_layer
-    if cfg.checkpoint_activations:
-        layer = checkpoint_wrapper(layer, offload_to_cpu=cfg.offload_activations)
-    return fsdp_wrap(layer, min_num_params=cfg.min_params_to_wrap if not cfg.checkpoint_activations else 0)
-
-
-class PBAEncoderLayer(TransformerEncoderLayerBase):
-    def build_self_attention(self, embed_dim, cfg):
-        return build_pba(cfg, embed_dim, cfg.encoder.attention_heads, "enc")
-
-
-class PBADecoderLayer(TransformerDecoderLayerBase):
-    def build_self_attention(self, embed_dim, cfg, add_bias_kv=False, add_zero_attn=False):
-        if "dec" not in parse_roles(cfg.pba_roles):
-            return super().build_self_attention(embed_dim, cfg, add_bias_kv, add_zero_attn)
-        return build_pba(cfg, embed_dim, cfg.decoder.attention_heads, "dec")
-
-    def build_encoder_attention(self, embed_dim, cfg):
-        if "cross" not in parse_roles(cfg.pba_roles):
-            return super().build_encoder_attention(embed_dim, cfg)
-        return build_pba(cfg, embed_dim, cfg.decoder.attention_heads, "cross", kdim=cfg.encoder.embed_dim)
-
-    def forward(self, x, encoder_out=None, encoder_padding_mask=None, incremental_state=None,
-                prev_self_attn_state=None, prev_attn_state=None, self_attn_mask=None,
-                self_attn_padding_mask=None, need_attn=False, need_head_weights=False):
-        # fairseq gives the cross attention only the source padding; its bigram queries
-        # (interleaved mode) also need the target's, handed over for this call only
-        cross = self.encoder_attn if isinstance(self.encoder_attn, PhraseBasedAttention) else None
-        if cross is not None:
-            cross.query_padding_mask = self_attn_padding_mask
-        try:
-            return super().forward(x, encoder_out, encoder_padding_mask, incremental_state, prev_self_attn_state,
-                                   prev_attn_state, self_attn_mask, self_attn_padding_mask, need_attn,
-                                   need_head_weights)
-        finally:
-            if cross is not None:
-                cross.query_padding_mask = None
-
-
 class PBATransformerEncoder(TransformerEncoderBase):
     def __init__(self, cfg, dictionary, embed_tokens, return_fc=False):
         super().__init__(cfg, dictionary, embed_tokens, return_fc=return_fc)
         self.pba_layer_ids = []
         if "enc" in parse_roles(cfg.pba_roles):
             self.pba_layer_ids = parse_layers(cfg.pba_layers, len(self.layers), "--pba-layers", "encoder")
+        ngrams = parse_ngrams(cfg.pba_ngrams)
         for i in self.pba_layer_ids:
-            self.layers[i] = wrap_layer(cfg, PBAEncoderLayer(cfg, return_fc=self.return_fc))
+            self.layers[i] = wrap_layer(cfg, PBAEncoderLayer(cfg, ngrams, return_fc=self.return_fc))
 
 
 class PBATransformerDecoder(TransformerDecoderBase):
@@ -130,17 +77,21 @@ class PBATransformerDecoder(TransformerDecoderBase):
         super().__init__(cfg, dictionary, embed_tokens, no_encoder_attn=no_encoder_attn,
                          output_projection=output_projection)
         self.pba_layer_ids = []
-        if {"dec", "cross"} & set(parse_roles(cfg.pba_roles)):
+        roles = parse_roles(cfg.pba_roles)
+        if {"dec", "cross"} & set(roles):
             self.pba_layer_ids = parse_layers(cfg.pba_layers, len(self.layers), "--pba-layers", "decoder")
+        ngrams = parse_ngrams(cfg.pba_ngrams)
         for i in self.pba_layer_ids:
-            self.layers[i] = wrap_layer(cfg, PBADecoderLayer(cfg, no_encoder_attn))
+            self.layers[i] = wrap_layer(cfg, PBADecoderLayer(cfg, ngrams, roles, no_encoder_attn))
 
 
 @register_model("pba_transformer")
-class PBATransformerModel(FlatConfigTransformerModel):
+class PBATransformerModel(MethodTransformerModel):
     """Transformer with phrase-based attention (Nguyen & Joty, arXiv:1810.03444)."""
 
     CONFIG = PBAConfig
+    ENCODER = PBATransformerEncoder
+    DECODER = PBATransformerDecoder
 
     def set_beam_size(self, beam: int):
         """fairseq's sequence generator calls this before a beam search (as for BART): the
@@ -150,56 +101,31 @@ class PBATransformerModel(FlatConfigTransformerModel):
                 module.set_beam_size(beam)
 
     @classmethod
-    def build_encoder(cls, cfg, src_dict, embed_tokens):
-        return PBATransformerEncoder(cfg, src_dict, embed_tokens)
-
-    @classmethod
-    def build_decoder(cls, cfg, tgt_dict, embed_tokens):
-        return PBATransformerDecoder(cfg, tgt_dict, embed_tokens, no_encoder_attn=cfg.no_cross_attention)
-
-
-def check_pba_args(args):
-    """Raise MGSAError for a configuration the model could not be built with."""
-    ngrams = parse_ngrams(args.pba_ngrams)
-    roles = parse_roles(args.pba_roles)
-    stacks = []
-    if "enc" in roles:
-        stacks.append(("encoder", args.encoder_layers, args.encoder_attention_heads, args.encoder_embed_dim))
-    if {"dec", "cross"} & set(roles):
-        stacks.append(("decoder", args.decoder_layers, args.decoder_attention_heads, args.decoder_embed_dim))
-    for which, layers, heads, dim in stacks:
-        parse_layers(args.pba_layers, layers, "--pba-layers", which)
-        check_pba_config(args.pba_attention, args.pba_mode, ngrams, heads, dim,
-                         bool(args.pba_queryk_shared_key), where=f"{which}: ")
-    # options fairseq's MultiheadAttention would honour and PhraseBasedAttention cannot
-    if getattr(args, "quant_noise_pq", 0):
-        raise MGSAError("--quant-noise-pq is not supported by phrase-based attention (its convolutions "
-                        "have no quantization noise); use --pba-roles/--pba-layers to keep fairseq's attention")
-    for side in ("encoder", "decoder"):
-        if getattr(args, f"{side}_xformers_att_config", None):
-            raise MGSAError(f"--{side}-xformers-att-config cannot be combined with phrase-based attention")
-    if "dec" in roles and getattr(args, "cross_self_attention", False):
-        raise MGSAError("--cross-self-attention cannot be combined with phrase-based decoder self-attention "
-                        "(--pba-roles with dec)")
+    def check_args(cls, args):
+        """Raise MGSAError for a configuration the model could not be built with."""
+        ngrams = parse_ngrams(args.pba_ngrams)
+        roles = parse_roles(args.pba_roles)
+        stacks = []
+        if "enc" in roles:
+            stacks.append(("encoder", args.encoder_layers, args.encoder_attention_heads, args.encoder_embed_dim))
+        if {"dec", "cross"} & set(roles):
+            stacks.append(("decoder", args.decoder_layers, args.decoder_attention_heads, args.decoder_embed_dim))
+        for which, layers, heads, dim in stacks:
+            parse_layers(args.pba_layers, layers, "--pba-layers", which)
+            check_pba_config(args.pba_attention, args.pba_mode, ngrams, heads, dim,
+                             bool(args.pba_queryk_shared_key), where=f"{which}: ")
+        # options fairseq's MultiheadAttention would honour and PhraseBasedAttention cannot
+        if getattr(args, "quant_noise_pq", 0):
+            raise MGSAError("--quant-noise-pq is not supported by phrase-based attention (its convolutions "
+                            "have no quantization noise); use --pba-roles/--pba-layers to keep fairseq's attention")
+        for side in ("encoder", "decoder"):
+            if getattr(args, f"{side}_xformers_att_config", None):
+                raise MGSAError(f"--{side}-xformers-att-config cannot be combined with phrase-based attention")
+        if "dec" in roles and getattr(args, "cross_self_attention", False):
+            raise MGSAError("--cross-self-attention cannot be combined with phrase-based decoder self-attention "
+                            "(--pba-roles with dec)")
 
 
-def pba_architecture(name: str, transformer_arch, preset=None):
-    """Register `name` as `transformer_arch` plus PBA defaults (`preset` first); a bad PBA
-    option stops the command at argument parsing with a one-line error (see errors.py)."""
-
-    def arch(args):
-        for key, value in {**vars(PBAConfig()), **(preset or {})}.items():
-            if key.startswith("pba_") and getattr(args, key, None) is None:
-                setattr(args, key, value)
-        transformer_arch(args)
-        check_pba_args(args)
-
-    arch.__doc__ = f"Phrase-based attention on fairseq's `{transformer_arch.__name__}` architecture."
-    return register_model_architecture("pba_transformer", name)(arch)
-
-
-SIZES = {"": base_architecture, "_big": transformer_vaswani_wmt_en_de_big,
-         "_iwslt_de_en": transformer_iwslt_de_en}
 # The paper's main rows (Table 1; "homogeneous 1,2" = its 4/4 head split) and the other
 # two attention x mode pairs, so that every combination has a name.
 PRESETS = {
@@ -214,7 +140,7 @@ PRESETS = {
 # pba_transformer (base: d 512, 8 heads), pba_transformer_big (d 1024, 16 heads),
 # pba_transformer_iwslt_de_en (d 512, 4 heads): the defaults, heterogeneous CONVKV 1,2.
 for _size, _arch in SIZES.items():
-    pba_architecture(f"pba_transformer{_size}", _arch)
+    PBATransformerModel.architecture(f"pba_transformer{_size}", _arch)
     # e.g. pba_transformer_interleaved_queryk, pba_transformer_interleaved_queryk_big
     for _name, _preset in PRESETS.items():
-        pba_architecture(f"pba_transformer_{_name}{_size}", _arch, _preset)
+        PBATransformerModel.architecture(f"pba_transformer_{_name}{_size}", _arch, _preset)

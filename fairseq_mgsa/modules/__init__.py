@@ -9,3 +9,5 @@ from .ngram_convolution import NGramConv
 from .phrase_based_attention import PhraseBasedAttention
 from .branch_fusion import BranchFusion, SqueezeGate
 from .hybrid_attention import HybridMultiheadAttention
+from .pba_layers import PBADecoderLayer, PBAEncoderLayer
+from .hysan_layers import HySANDecoderLayer, HySANEncoderLayer
