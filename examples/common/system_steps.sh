@@ -1,0 +1,234 @@
+# The runs of the systems shared by the recipes (examples/wmt14_en_de, examples/iwslt14_de_en,
+# examples/multi30k_en_de): 06 training, 07 averaging and translating, 08 scoring, 09 comparing
+# the systems; they read the binaries the data steps (data_steps.sh) wrote into DATA_BIN.
+# Sourced through preamble.sh, after the variables are set (the recipe's defaults.sh, then
+# preamble.sh's) and lib.sh; each step_* function reads them. Training leaves a marker in
+# $WORKDIR/.done (run_train); decoding and scoring are skipped while their outputs are newer than
+# what they read; so a rerun resumes where it stopped (step 09, quick, is always redone).
+#
+# Files, under WORKDIR:
+#   checkpoints/{RUN_NAME}/    training; results/{RUN_NAME}/: translations and BLEU
+#   results/compare{RUN_SUFFIX}/   step 09's table, JSON, plots and compare-mt's report
+# shellcheck shell=bash
+
+# cpu_threads: with GPUS=0, fairseq on the CPU (--cpu, data loading in the main process) with
+# THREADS threads when that is set (one a run: runs side by side then do not fight over cores).
+cpu_threads() {
+  [ "${GPUS:-0}" = 0 ] || return 0
+  FAIRSEQ_EXTRA="--cpu --num-workers 0 ${FAIRSEQ_EXTRA:-}"
+  GEN_EXTRA="--cpu --num-workers 0 ${GEN_EXTRA:-}"
+  if [ -n "${THREADS:-}" ]; then export OMP_NUM_THREADS=$THREADS MKL_NUM_THREADS=$THREADS; fi
+}
+
+# fp16_flags: --fp16 when FP16=1, or FP16=auto and torch sees a GPU.
+fp16_flags() {
+  if [ "$FP16" = 1 ] || { [ "$FP16" = auto ] && has_cuda; }; then echo --fp16; fi
+}
+
+# data_fingerprint: a checksum of what training reads from DATA_BIN (the dictionaries, and the
+# sentence lengths of the training and validation binaries: any other BPE or text changes them).
+data_fingerprint() {
+  local pair=$SRC-$TGT
+  (cd "$DATA_BIN" 2>/dev/null && cksum "dict.$SRC.txt" "dict.$TGT.txt" "train.$pair.$SRC.idx" "train.$pair.$TGT.idx" \
+    "valid.$pair.$SRC.idx" "valid.$pair.$TGT.idx" 2>&1) | cksum | cut -d' ' -f1
+}
+
+# run_train: step 06 (its marker names the run and MAX_UPDATE), redone when the data changed;
+# step_train then refuses to resume checkpoints trained on other data.
+run_train() {
+  run_step "06_train.$RUN_NAME.$MAX_UPDATE" step_train "data $(data_fingerprint)"
+}
+
+# 06: fairseq-train (settings: see the numbered script), resuming from
+# CKPT_DIR/checkpoint_last.pt when there is one (fairseq does that by itself), unless those
+# checkpoints were trained on other data (CKPT_DIR/data_fingerprint, see data_fingerprint).
+step_train() {
+  need fairseq-train "install fairseq-mgsa (bash scripts/install.sh)"
+  check_user_dir
+  need_files "$DATA_BIN/dict.$SRC.txt"
+  local sys_opts=() sys_extra=() extra=() stop=() fp16_flag out data
+  data=$(data_fingerprint)
+  if [ -f "$CKPT_DIR/checkpoint_last.pt" ] && [ -f "$CKPT_DIR/data_fingerprint" ] \
+      && [ "$(cat "$CKPT_DIR/data_fingerprint")" != "$data" ]; then
+    die "the data in $DATA_BIN changed since the checkpoints in $CKPT_DIR were trained (its dictionary or training text: BPE_MERGES, the corpus or its tokenisation): delete $CKPT_DIR to train $RUN_NAME afresh"
+  fi
+  system_train_args "$SYSTEM" "$ARCH_SIZE" sys_opts
+  if [ -n "${PATIENCE:-}" ]; then   # stopped on validation, MAX_UPDATE the cap (stopping.py)
+    out=$(python -m fairseq_mgsa.analysis.compare.stopping args --patience "$PATIENCE" --valid-interval "$VALID_INTERVAL" \
+      --max-update "$MAX_UPDATE" --metric "$STOP_METRIC" --remove-bpe "@@ ") \
+      || die "PATIENCE, VALID_INTERVAL, MAX_UPDATE, STOP_METRIC: see the message above"
+    mapfile -t stop <<< "$out"
+  else
+    stop=(--max-update "$MAX_UPDATE" --save-interval-updates "$SAVE_INTERVAL_UPDATES")
+  fi
+  split_words SYSTEM_ARGS sys_extra
+  split_words FAIRSEQ_EXTRA extra
+  # GPUS GPUs exactly (fairseq would take every visible one): the batch is GPUS x MAX_TOKENS x UPDATE_FREQ
+  [ "${GPUS:-0}" -ge 1 ] && extra=(--distributed-world-size "$GPUS" "${extra[@]}")
+  fp16_flag=$(fp16_flags)
+  mkdir -p "$CKPT_DIR"
+  echo "$data" > "$CKPT_DIR/data_fingerprint"
+  log "training $RUN_NAME: $SYSTEM = ${sys_opts[*]}${sys_extra[*]:+ ${sys_extra[*]}}; ${GPUS:-0} GPUs x max tokens $MAX_TOKENS x update freq $UPDATE_FREQ, lr $LR, dropout $DROPOUT, $MAX_UPDATE updates${PATIENCE:+ at most (stopped after $PATIENCE validations every $VALID_INTERVAL updates without a better $STOP_METRIC)}${fp16_flag:+, fp16} -> $CKPT_DIR"
+  # shellcheck disable=SC2086  # $fp16_flag is empty or one word
+  fairseq-train "$DATA_BIN" --user-dir "$USER_DIR" "${sys_opts[@]}" "${sys_extra[@]}" \
+    --source-lang "$SRC" --target-lang "$TGT" --share-all-embeddings --dropout "$DROPOUT" \
+    --optimizer adam --adam-betas '(0.9, 0.98)' --adam-eps 1e-9 --clip-norm 0.0 --weight-decay "$WEIGHT_DECAY" \
+    --lr "$LR" --lr-scheduler inverse_sqrt --warmup-updates "$WARMUP" --warmup-init-lr "$WARMUP_INIT_LR" \
+    --label-smoothing "$LABEL_SMOOTHING" \
+    --max-tokens "$MAX_TOKENS" --update-freq "$UPDATE_FREQ" "${stop[@]}" \
+    --save-dir "$CKPT_DIR" --keep-interval-updates "$AVG_N" --no-epoch-checkpoints \
+    --skip-invalid-size-inputs-valid-test --seed "$SEED" \
+    --log-format simple --log-interval "$LOG_INTERVAL" $fp16_flag "${extra[@]}" \
+    2>&1 | tee -a "$CKPT_DIR/train.log"
+}
+
+# 07: the checkpoint to decode: with DECODE_CHECKPOINT=average the average of the last AVG_N
+# checkpoints, with DECODE_CHECKPOINT=best the one with the best validation loss; translate the
+# test set (beam BEAM, length penalty LENPEN) and keep the hypotheses in test order
+# (fairseq-generate's log, with its speed, in generate-test.log). Redone only when training went
+# on since (checkpoint_last.pt newer than the checkpoint decoded).
+step_average_and_generate() {
+  need fairseq-generate "install fairseq-mgsa (bash scripts/install.sh)"
+  check_user_dir
+  local out=$WORKDIR/results/$RUN_NAME avg=$CKPT_DIR/checkpoint_avg$AVG_N.pt task
+  local extra=() fp16_flag
+  task=$(system_field "$SYSTEM" task) || exit 1
+  split_words GEN_EXTRA extra
+  need_files "$CKPT_DIR/checkpoint_last.pt" "$WORKDIR/tok/test.$TGT"
+  case "$DECODE_CHECKPOINT" in
+    average) ;;
+    best) avg=$CKPT_DIR/checkpoint_best.pt; need_files "$avg" ;;
+    *) die "DECODE_CHECKPOINT must be average or best (got '$DECODE_CHECKPOINT')" ;;
+  esac
+  if { [ "$avg" -nt "$CKPT_DIR/checkpoint_last.pt" ] || [ "$DECODE_CHECKPOINT" = best ]; } \
+      && [ "$out/hyp.tok" -nt "$CKPT_DIR/checkpoint_last.pt" ] && [ "$out/hyp.tok" -nt "$avg" ] \
+      && [ "$out/hyp.tok" -nt "$DATA_BIN/test.$SRC-$TGT.$SRC.bin" ]; then
+    if [ "$DECODE_CHECKPOINT" = average ]; then
+      log "07_average_and_generate: done already ($out/hyp.tok is newer than $avg, itself newer than the last checkpoint)"
+    else
+      log "07_average_and_generate: done already ($out/hyp.tok is newer than $avg and the last checkpoint)"
+    fi
+    return 0
+  fi
+  fp16_flag=$(fp16_flags)
+  mkdir -p "$out"
+  if [ "$DECODE_CHECKPOINT" = average ]; then
+    python "$COMMON_DIR/average_checkpoints.py" "$CKPT_DIR" --num "$AVG_N" --output "$avg"
+  fi
+  log "translating the test set with $avg"
+  # --required-batch-size-multiple 1: fairseq drops a last batch smaller than the
+  # multiple (8 by default), which would silently skip test sentences.
+  # shellcheck disable=SC2086  # $fp16_flag is empty or one word
+  fairseq-generate "$DATA_BIN" --user-dir "$USER_DIR" --task "$task" --source-lang "$SRC" --target-lang "$TGT" \
+    --gen-subset test --path "$avg" --beam "$BEAM" --lenpen "$LENPEN" --max-tokens "$GEN_MAX_TOKENS" \
+    --required-batch-size-multiple 1 --remove-bpe --no-progress-bar $fp16_flag "${extra[@]}" \
+    > "$out/generate-test.txt.partial" 2> >(tee "$out/generate-test.log" >&2) \
+    || die "fairseq-generate failed: see $out/generate-test.txt.partial"
+  mv "$out/generate-test.txt.partial" "$out/generate-test.txt"
+  # H-<id>\t<score>\t<tokens>, in the order fairseq finished them: back into test order
+  grep '^H-' "$out/generate-test.txt" | cut -c3- | sort -n -k1,1 | cut -f3- > "$out/hyp.tok.partial" || true
+  local n_hyp n_ref
+  n_hyp=$(lines "$out/hyp.tok.partial"); n_ref=$(lines "$WORKDIR/tok/test.$TGT")
+  [ "$n_hyp" = "$n_ref" ] || die "$out/generate-test.txt has $n_hyp hypotheses for the $n_ref sentences of $WORKDIR/tok/test.$TGT"
+  mv "$out/hyp.tok.partial" "$out/hyp.tok"
+  log "$n_hyp hypotheses -> $out/hyp.tok"
+}
+
+# bleu_line NAME JSON: "NAME: score (details; signature)" from sacrebleu's JSON output.
+bleu_line() {
+  python - "$1" "$2" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[2]))
+print(f"{sys.argv[1]}: {r['score']:.2f} ({r['verbose_score']}; {r['signature']})")
+PY
+}
+
+# 08: tokenized BLEU (the Moses tokens of hypotheses and references; with COMPOUND_SPLIT=1,
+# hyphenated compounds split as Vaswani et al. did; sacrebleu --tokenize none) and
+# detokenized sacreBLEU against the raw references.
+step_score() {
+  need sacrebleu "pip install sacrebleu"
+  need sacremoses "pip install sacremoses"
+  local out=$WORKDIR/results/$RUN_NAME lc=() name="tokenized BLEU" detok_name="detokenized sacreBLEU"
+  need_files "$out/hyp.tok" "$WORKDIR/tok/test.$TGT" "$RAW_DIR/test.$TGT"
+  if [ "$out/bleu.txt" -nt "$out/hyp.tok" ] && [ "$out/bleu.txt" -nt "$RAW_DIR/test.$TGT" ] \
+      && [ "$out/bleu.txt" -nt "$WORKDIR/tok/test.$TGT" ]; then
+    log "08_score: done already ($out/bleu.txt is newer than $out/hyp.tok and the references)"
+    cat "$out/bleu.txt"
+    return 0
+  fi
+  if [ "$LOWERCASE" = 1 ]; then
+    lc=(-lc)
+    name="$name (lowercased)"
+    detok_name="$detok_name (lowercased)"
+  fi
+  if [ "$COMPOUND_SPLIT" = 1 ]; then
+    compound_split < "$out/hyp.tok" > "$out/hyp.tok.bleu"
+    compound_split < "$WORKDIR/tok/test.$TGT" > "$out/ref.tok.bleu"
+    name="$name, compounds split"
+  else
+    cp "$out/hyp.tok" "$out/hyp.tok.bleu"
+    cp "$WORKDIR/tok/test.$TGT" "$out/ref.tok.bleu"
+  fi
+  sacremoses -l "$TGT" -q detokenize < "$out/hyp.tok" > "$out/hyp.detok"
+  sacrebleu "$out/ref.tok.bleu" -i "$out/hyp.tok.bleu" -m bleu --tokenize none -w 2 -f json > "$out/bleu.tok.json"
+  sacrebleu "$RAW_DIR/test.$TGT" -i "$out/hyp.detok" -m bleu "${lc[@]}" -w 2 -f json > "$out/bleu.detok.json"
+  {
+    echo "run: $RUN_NAME (system $SYSTEM), test set: $(lines "$out/hyp.tok") sentences"
+    bleu_line "$name" "$out/bleu.tok.json"
+    bleu_line "$detok_name" "$out/bleu.detok.json"
+  } > "$out/bleu.txt.partial"
+  mv "$out/bleu.txt.partial" "$out/bleu.txt"
+  cat "$out/bleu.txt"
+}
+
+# run_name SYSTEM SEED: a run's name (results/NAME, checkpoints/NAME): SYSTEM, then RUN_SUFFIX
+# (e.g. _big), then _seedSEED when SEEDS holds several training seeds.
+run_name() {
+  local seeds=()
+  read -r -a seeds <<< "${SEEDS:-1}"
+  if [ "${#seeds[@]}" -gt 1 ]; then echo "$1${RUN_SUFFIX:-}_seed$2"; else echo "$1${RUN_SUFFIX:-}"; fi
+}
+
+# seeds_of SYSTEM: the training seeds of SYSTEM: all of SEEDS when it is one of
+# MULTI_SEED_SYSTEMS (by default every system), else the first seed of SEEDS only.
+seeds_of() {
+  local seeds=()
+  read -r -a seeds <<< "${SEEDS:-1}"
+  if in_list "$1" "${MULTI_SEED_SYSTEMS-$SYSTEMS}"; then echo "${seeds[*]}"; else echo "${seeds[0]}"; fi
+}
+
+# 09: mgsa-compare (fairseq_mgsa/analysis/compare/) of every system of SYSTEMS, each of its
+# seeds (seeds_of), against BASELINE (default transformer when it is in SYSTEMS, else the first; another
+# BASELINE naming no system of SYSTEMS stops with mgsa-compare's one-line error), on the
+# detokenized hypotheses and the raw references (lowercased with LOWERCASE=1), into
+# results/compare{RUN_SUFFIX}: the table (also printed), JSON, plots and compare-mt's report.
+step_compare() {
+  local names=() args=() lc=() name seed_n dir dirs baseline
+  read -r -a names <<< "$SYSTEMS"
+  if [ "${#names[@]}" -lt 2 ]; then
+    log "09_compare: one system ($SYSTEMS): nothing to compare it with"
+    return 0
+  fi
+  baseline=${BASELINE:-transformer}
+  # the default baseline absent from SYSTEMS: the first system, said; any other BASELINE goes to
+  # mgsa-compare as given (a misspelled one is its one-line error listing the systems)
+  if [ "$baseline" = transformer ] && [[ " ${names[*]} " != *" transformer "* ]]; then
+    baseline=${names[0]}
+    log "BASELINE transformer is not among SYSTEMS (${names[*]}): the baseline is $baseline"
+  fi
+  need_files "$RAW_DIR/test.$TGT"
+  for name in "${names[@]}"; do
+    dirs=""
+    for seed_n in $(seeds_of "$name"); do
+      dir=$WORKDIR/results/$(run_name "$name" "$seed_n")
+      need_files "$dir/hyp.detok"
+      dirs+="${dirs:+,}$dir"
+    done
+    args+=(--system "$name=$dirs")
+  done
+  [ "$LOWERCASE" = 1 ] && lc=(--lowercase)
+  log "comparing ${names[*]} (seeds ${SEEDS:-1}) against $baseline -> $WORKDIR/results/compare${RUN_SUFFIX:-}"
+  python -m fairseq_mgsa.analysis.compare --ref "$RAW_DIR/test.$TGT" "${args[@]}" --baseline "$baseline" \
+    "${lc[@]}" --out "$WORKDIR/results/compare${RUN_SUFFIX:-}"
+}
