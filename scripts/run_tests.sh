@@ -13,7 +13,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 PY=${PYTHON:-python3}
 LONG=(
-  tests/end_to_end/test_recipe_multi30k.py tests/end_to_end/test_recipes.py tests/end_to_end/test_demo.py
+  tests/end_to_end/test_recipe_multi30k.py tests/end_to_end/test_recipe_runs.py tests/end_to_end/test_demo.py
   tests/end_to_end/test_readme.py tests/end_to_end/test_gpu_check.py tests/end_to_end/test_distributed.py
 )
 if [ "${1:-}" = --fast ]; then

@@ -1,5 +1,5 @@
 """The Multi30k CPU recipe (examples/multi30k_en_de/), every step, on generated data (a file of
-its own: tests/test_recipes.py holds the GPU recipes and is long already; the helpers are shared).
+its own: test_recipe_runs.py runs the GPU recipes; the helpers, recipe_runs.py, are shared).
 
 * 01_download.sh from a local mirror laid out as upstream (multi30k/dataset's gzipped
   train/val/test_2016_flickr files, NLTK's treebank.zip with treebank/combined/wsj_*.mrg), here
@@ -28,7 +28,7 @@ import pytest
 
 from mgsa_preprocess.synthetic import write_corpus
 
-from tests.end_to_end.test_recipes import EXAMPLES, TINY_MODEL, bash, count_lines, recipe_env  # noqa: E402
+from tests.end_to_end.recipe_runs import EXAMPLES, TINY_MODEL, bash, count_lines, recipe_env  # noqa: E402
 
 RECIPE = os.path.join(EXAMPLES, "multi30k_en_de")
 # the rule as the recipes run it: the checkout's module (recipe_env puts the checkout first on PYTHONPATH)

@@ -13,7 +13,7 @@ import pytest
 from mgsa_preprocess.synthetic import write_corpus
 
 from tests.end_to_end.test_recipe_multi30k import RECIPE as MULTI30K, env_for, mirror
-from tests.end_to_end.test_recipes import EXAMPLES, bash, recipe_env
+from tests.end_to_end.recipe_runs import EXAMPLES, bash, recipe_env
 
 
 @pytest.fixture

