@@ -8,7 +8,8 @@ parser's first epoch (stanza reading and retagging the trees with the new tagger
 building the model), and per epoch the training and dev-scoring seconds and the dev F1
 (``training/parser_epochs.jsonl``, written as epochs end, so ``--stop-after-epochs K``
 can stop a long run and keep what it measured). Results go to
-``benchmarks/results/parser_training.json``, one entry per ``--name``.
+``benchmarks/runs/parser_training.json`` (or ``--out``), one entry per ``--name``; an entry of the
+committed results: ``--out benchmarks/results/parser_training.json``.
 
     python benchmarks/bench_parser_training.py --name defaults
     python benchmarks/bench_parser_training.py --name old-defaults --stop-after-epochs 1 -- \\
@@ -28,6 +29,7 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from ptb_shaped import write_treebank  # noqa: E402
+from run_outputs import default_out, with_folder  # noqa: E402
 
 
 def load() -> str:
@@ -88,7 +90,7 @@ def figures(a, extra, out, summary, load_before, wall, stopped) -> dict:
     return result
 
 
-def main():
+def get_parser():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                 epilog="arguments after -- go to mgsa-train-parser")
     p.add_argument("--name", required=True, help="entry name in the results file (and the model directory's)")
@@ -101,7 +103,13 @@ def main():
     p.add_argument("--from-dir", help="read the figures of a run made earlier into this directory (a run stopped "
                                       "early: with --stop-after-epochs), with the arguments after --")
     p.add_argument("--note", help="stored with the run (for example the load of a run read with --from-dir)")
-    p.add_argument("--out", default=os.path.join(ROOT, "benchmarks", "results", "parser_training.json"))
+    p.add_argument("--out", default=default_out("parser_training.json"),
+                   help="JSON file the run's entry is added to (default benchmarks/runs/parser_training.json)")
+    return p
+
+
+def main():
+    p = get_parser()
     argv = sys.argv[1:]
     extra = argv[argv.index("--") + 1:] if "--" in argv else []
     a = p.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
@@ -113,8 +121,7 @@ def main():
     results.setdefault("runs", {})[a.name] = result
     results["machine"] = {"python": platform.python_version(), "cores": os.cpu_count(),
                           "note": "shared machine: see each run's load averages (1, 5, 15 min)"}
-    os.makedirs(os.path.dirname(a.out), exist_ok=True)
-    with open(a.out, "w") as f:
+    with open(with_folder(a.out), "w") as f:
         json.dump(results, f, indent=2)
         f.write("\n")
     print(f"{a.name}: {result['mean_epoch_seconds']} s per epoch ({result['epoch_seconds_per_1000_trees']} s per "

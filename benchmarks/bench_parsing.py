@@ -10,8 +10,9 @@ behind mgsa-preprocess's parsing and its ``--num-shards``) over their line range
 * ``--num-shards N``: N processes at once, each its contiguous range (as N SLURM tasks on
   one machine would), sentences/s per process = sentences / wall time / N.
 
-Prints and writes ``benchmarks/results/parsing.json``, with the hours that 4.5M sentences
-(WMT14 en-de) take per process count at the measured rate.
+Prints and writes ``benchmarks/runs/parsing.json`` (or ``--out``; the committed results:
+``--out benchmarks/results/parsing.json``), with the hours that 4.5M sentences (WMT14 en-de)
+take per process count at the measured rate.
 
     python benchmarks/bench_parsing.py --model /tmp/mgsa-bench-parser/defaults
 """
@@ -27,6 +28,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from run_outputs import default_out, with_folder  # noqa: E402
 
 WMT = 4_500_000
 
@@ -85,7 +88,7 @@ def measure(a, threads: int, batch_size: int, processes: int) -> dict:
     return r
 
 
-def main():
+def get_parser():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--model", help="a directory written by mgsa-train-parser (default: train one here on the "
                                     "generated treebank's 3,000 training trees: the default model's size, one "
@@ -94,7 +97,8 @@ def main():
     p.add_argument("--work", default="/tmp/mgsa-bench-parsing")
     p.add_argument("--batch-sizes", default="32,256,1000")
     p.add_argument("--shards", type=int, default=2, help="processes for the sharded run")
-    p.add_argument("--out", default=os.path.join(ROOT, "benchmarks", "results", "parsing.json"))
+    p.add_argument("--out", default=default_out("parsing.json"),
+                   help="JSON output (default benchmarks/runs/parsing.json)")
     # worker mode (one process of a setting)
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--output", help=argparse.SUPPRESS)
@@ -102,7 +106,11 @@ def main():
     p.add_argument("--batch-size", type=int, default=256, help=argparse.SUPPRESS)
     p.add_argument("--start", type=int, default=0, help=argparse.SUPPRESS)
     p.add_argument("--end", type=int, help=argparse.SUPPRESS)
-    a = p.parse_args()
+    return p
+
+
+def main():
+    a = get_parser().parse_args()
     if a.worker:
         return worker(a)
     os.makedirs(a.work, exist_ok=True)
@@ -120,7 +128,7 @@ def main():
     results.append(measure(a, 1, best, a.shards))
     with open(os.path.join(a.model, "mgsa_parser.json")) as f:
         record = json.load(f)
-    with open(a.out, "w") as f:
+    with open(with_folder(a.out), "w") as f:
         json.dump({"benchmark": "stanza parsing with an mgsa-train-parser model (StanzaParser + parse_lines)",
                    "input": a.input, "model": {"dir": a.model, "train_trees": record.get("train_trees"),
                                                "dev": record.get("dev"), "bytes": record.get("bytes")},

@@ -10,7 +10,8 @@ tree forms:
 * ``ptb``: the Penn Treebank's own form: multi-line indented trees, an unlabeled
   outer bracket, function tags and indices on labels, ``-NONE-`` traces.
 
-Prints sentences/s per process and writes ``benchmarks/results/preprocess.json``.
+Prints sentences/s per process and writes ``benchmarks/runs/preprocess.json`` (or ``--out``; the
+committed results: ``--out benchmarks/results/preprocess.json``).
 Parsing itself (stanza, with a parser made by mgsa-train-parser): benchmarks/bench_parsing.py.
 Usage: ``python benchmarks/bench_preprocess.py [--sentences 100000] [--workers 1]``.
 """
@@ -31,6 +32,7 @@ from mgsa_preprocess.binarize import PhraseJob, TagTable, commit_split, write_sp
 from mgsa_preprocess.phrase_files import tag_dictionary_path  # noqa: E402
 from mgsa_preprocess.report import SplitReport  # noqa: E402
 from mgsa_preprocess.synthetic import Grammar  # noqa: E402
+from run_outputs import default_out, with_folder  # noqa: E402
 
 TARGET = 10_000  # sentences/s per process (issue 3)
 
@@ -94,12 +96,17 @@ def run(n: int, form: str, workers: int, levels: int = 3) -> dict:
             "meets_target": per_process >= TARGET}
 
 
-def main():
+def get_parser():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--sentences", type=int, default=100_000)
     p.add_argument("--workers", type=int, default=1, help="worker processes (per-process rate = total / workers)")
-    p.add_argument("--out", default=os.path.join(ROOT, "benchmarks", "results", "preprocess.json"))
-    a = p.parse_args()
+    p.add_argument("--out", default=default_out("preprocess.json"),
+                   help="JSON output (default benchmarks/runs/preprocess.json)")
+    return p
+
+
+def main(argv=None):
+    a = get_parser().parse_args(argv)
     results = []
     for form in ("one-line", "ptb"):
         r = run(a.sentences, form, a.workers)
@@ -107,8 +114,7 @@ def main():
         print(f"{form:9s} {r['sentences']} sentences in {r['seconds']:.2f}s: "
               f"{r['sentences_per_second_per_process']} sentences/s per process "
               f"({'meets' if r['meets_target'] else 'BELOW'} the {TARGET}/s target)")
-    os.makedirs(os.path.dirname(a.out), exist_ok=True)
-    with open(a.out, "w") as f:
+    with open(with_folder(a.out), "w") as f:
         json.dump({"benchmark": "mgsa-preprocess CPU path (trees -> phrase files), parser excluded",
                    "target_sentences_per_second_per_process": TARGET,
                    "machine": {"python": platform.python_version(), "cpu": platform.processor() or platform.machine(),

@@ -42,8 +42,10 @@ training/report.py (paper figures, targets, tables, the README's table), trainin
     python benchmarks/bench_training.py --arch-size base --updates 200 --warmup 20 --fp16 --repeats 3   # GPU
     python benchmarks/bench_training.py --readme-from benchmarks/results/training_cpu_base.json
 
-Writes benchmarks/results/training_<device>_<arch-size>.json (or --out) and appends one line to
-benchmarks/results/history.jsonl; --readme rewrites the table of docs/benchmarks.md (or of the
+Writes benchmarks/runs/training_<device>_<arch-size>.json (or --out) and appends one line to
+benchmarks/runs/history.jsonl (or --history), a folder git ignores (run_outputs.py); a result to
+commit is written where asked: --out benchmarks/results/NAME.json --history
+benchmarks/results/history.jsonl. --readme rewrites the table of docs/benchmarks.md (or of the
 file given, between its bench-training markers) from that JSON. Systems: --systems picks some of the registry;
 --define 'mgsa_lstm=mgsa_ngram --mgsa-interaction lstm' adds a variant of a registered system.
 """
@@ -63,7 +65,6 @@ import time
 import torch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-RESULTS = os.path.join(ROOT, "benchmarks", "results")
 sys.path.insert(0, ROOT)
 
 from benchmarks.training import data as bdata  # noqa: E402
@@ -71,6 +72,7 @@ from benchmarks.training import decode_steps, decoding, memory, report, timing  
 from benchmarks.training.env import CpuPeakMemory, copy_throughput  # noqa: E402
 from benchmarks.training.results import assemble, own_run_figures, print_summary, ratios, write  # noqa: E402
 from fairseq_mgsa import systems as registry  # noqa: E402
+from run_outputs import default_out  # noqa: E402
 
 logger = logging.getLogger("bench_training")
 TABLE_FILE = os.path.join(ROOT, "docs", "benchmarks.md")
@@ -117,9 +119,10 @@ def get_parser():
                    help="interleaved rounds over the test batches of the in-process decoding timing (paired "
                         "per batch; 0: skip it and the decoding FLOPs)")
     p.add_argument("--decode-batch-size", type=int, default=32)
-    p.add_argument("--out", help="JSON output (default benchmarks/results/training_<device>_<arch-size>.json)")
-    p.add_argument("--history", default=os.path.join(RESULTS, "history.jsonl"),
-                   help="JSON-lines file that gets one line per run ('' for none)")
+    p.add_argument("--out", help="JSON output (default benchmarks/runs/training_<device>_<arch-size>.json)")
+    p.add_argument("--history", default=default_out("history.jsonl"),
+                   help="JSON-lines file that gets one line per run (default benchmarks/runs/history.jsonl; "
+                        "'' for none)")
     p.add_argument("--readme", nargs="?", const=TABLE_FILE, metavar="FILE",
                    help="rewrite the benchmark table between the bench-training markers of FILE (default "
                         "docs/benchmarks.md) from this run")
@@ -131,6 +134,11 @@ def get_parser():
     p.add_argument("--profile-ops", type=int, default=0, help="with --profile: print the N top torch.profiler ops")
     p.add_argument("--threads", type=int, help="torch.set_num_threads (CPU); also fairseq-generate's")
     return p
+
+
+def result_path(device, arch_size):
+    """The result JSON's path without --out."""
+    return default_out(f"training_{device}_{arch_size}.json")
 
 
 def resolve_systems(p, a):
@@ -187,7 +195,7 @@ def main(argv=None):
     if device.type == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
-    out = a.out or os.path.join(RESULTS, f"training_{a.device}_{a.arch_size}.json")
+    out = a.out or result_path(a.device, a.arch_size)
     result = run(a, chosen, device, out)
     write(a, result, out)
     print_summary(a, result, out)

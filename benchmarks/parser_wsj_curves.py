@@ -3,8 +3,9 @@ since the command started, read from each run's directory; results JSON and a pl
 
     python benchmarks/parser_wsj_curves.py --run NAME=DIR[:LOG] ... [--out JSON] [--plot PNG] [--append]
 
---append keeps the runs already in the JSON (the model directories of earlier sessions need not
-exist any more) and adds or replaces the runs given.
+--out: default benchmarks/runs/parser_wsj.json; the committed figures (docs/benchmarks-parser.md):
+--out benchmarks/results/parser_wsj.json. --append keeps the runs already in that JSON (the model
+directories of earlier sessions need not exist any more) and adds or replaces the runs given.
 
 DIR is a directory written by mgsa-train-parser (its mgsa_parser.json, with the test scores of
 --test or DIR/test_scores.json from `python -m mgsa_preprocess.parser_training.parser_eval --out`). Runs made before
@@ -18,6 +19,8 @@ import json
 import os
 import re
 from datetime import datetime
+
+from run_outputs import default_out, with_folder
 
 _STAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) INFO: (.*)$")
 
@@ -100,20 +103,24 @@ def plot(runs, path: str) -> None:
     fig.savefig(path, dpi=100)
 
 
-def main():
+def get_parser():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--run", action="append", required=True, metavar="NAME=DIR[:LOG]")
-    p.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
-                                                 "parser_wsj.json"))
+    p.add_argument("--out", default=default_out("parser_wsj.json"),
+                   help="JSON output (default benchmarks/runs/parser_wsj.json)")
     p.add_argument("--plot", help="PNG of both curves")
     p.add_argument("--append", action="store_true", help="keep the runs of --out that are not given again")
-    a = p.parse_args()
+    return p
+
+
+def main():
+    a = get_parser().parse_args()
     runs = [run_figures(*spec.split("=", 1)) for spec in a.run]
     if a.append and os.path.exists(a.out):
         with open(a.out) as f:
             given = {r["name"] for r in runs}
             runs = [r for r in json.load(f)["runs"] if r["name"] not in given] + runs
-    with open(a.out, "w") as f:
+    with open(with_folder(a.out), "w") as f:
         json.dump({"treebank": "NLTK WSJ sample, examples/common/split_treebank.py: 3,114 / 400 / 400 trees",
                    "runs": runs}, f, indent=1)
         f.write("\n")

@@ -36,7 +36,8 @@ Only the layers' public constructors and forward signatures are used.
     git archive main fairseq_mgsa | tar -x -C /tmp/main
     python benchmarks/profile_mgsa_layer.py --before /tmp/main
 
-Results go to benchmarks/results/mgsa_layer_profile.json (--out).
+Results go to benchmarks/runs/mgsa_layer_profile.json (or --out; the committed results:
+--out benchmarks/results/mgsa_layer_profile.json).
 """
 
 import argparse
@@ -49,8 +50,8 @@ import time
 
 import torch
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-RESULTS = os.path.join(HERE, "results")
+from run_outputs import default_out, with_folder
+
 MODELS = {"syntactic": "mgsa_transformer_syntactic", "ngram": "mgsa_transformer"}
 
 
@@ -181,7 +182,7 @@ def profile(model, batch_size, a, before_layer=None):
     return row
 
 
-def main(argv=None):
+def get_parser():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--before", metavar="DIR", help="also measure the MG-SA layer of the checkout in DIR")
@@ -192,8 +193,13 @@ def main(argv=None):
                    help="grammar sentences per line (2-3 give WMT-like lengths)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--threads", type=int, default=1, help="torch.set_num_threads")
-    p.add_argument("--out", default=os.path.join(RESULTS, "mgsa_layer_profile.json"))
-    a = p.parse_args(argv)
+    p.add_argument("--out", default=default_out("mgsa_layer_profile.json"),
+                   help="JSON output (default benchmarks/runs/mgsa_layer_profile.json)")
+    return p
+
+
+def main(argv=None):
+    a = get_parser().parse_args(argv)
     torch.set_num_threads(a.threads)
     import fairseq_mgsa
     before = load_before(a.before) if a.before else None
@@ -213,8 +219,7 @@ def main(argv=None):
                     f"{r['ms (median)']} ms, speed {r['speed ratio vs baseline (paired median)']}"
                     for label, r in row[part].items()), flush=True)
     run["load average at end"] = os.getloadavg()
-    os.makedirs(os.path.dirname(a.out), exist_ok=True)
-    with open(a.out, "w") as f:
+    with open(with_folder(a.out), "w") as f:
         json.dump(run, f, indent=1)
         f.write("\n")
 

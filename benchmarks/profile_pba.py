@@ -24,7 +24,8 @@ rotation, under another package name (its package __init__, which registers mode
 
     python benchmarks/profile_pba.py --before /tmp/main --ops 12
 
-Results go to benchmarks/results/pba_profile.json (--out).
+Results go to benchmarks/runs/pba_profile.json (or --out; the committed results:
+--out benchmarks/results/pba_profile.json).
 """
 
 import argparse
@@ -40,7 +41,8 @@ import types
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+from run_outputs import default_out, with_folder
+
 PRESETS = ["heterogeneous_convkv", "heterogeneous_queryk", "homogeneous_convkv", "homogeneous_queryk",
            "interleaved_convkv", "interleaved_queryk"]
 
@@ -178,7 +180,7 @@ def measure(preset, a, classes):
     return out
 
 
-def main(argv=None):
+def get_parser():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--before", metavar="DIR", help="also measure PhraseBasedAttention of the checkout in DIR")
@@ -192,8 +194,13 @@ def main(argv=None):
     p.add_argument("--ops", type=int, default=10, help="operators to list per module and step (by self CPU time)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--out", default=os.path.join(HERE, "results", "pba_profile.json"))
-    a = p.parse_args(argv)
+    p.add_argument("--out", default=default_out("pba_profile.json"),
+                   help="JSON output (default benchmarks/runs/pba_profile.json)")
+    return p
+
+
+def main(argv=None):
+    a = get_parser().parse_args(argv)
     torch.set_num_threads(a.threads)
     import fairseq_mgsa
     from fairseq_mgsa.modules.phrase_based_attention import PhraseBasedAttention
@@ -217,8 +224,7 @@ def main(argv=None):
                     print(f"    {label:12s} {op['op']:40s} {op['calls']:5d} calls {op['self CPU ms']:9.3f} ms "
                           f"{op['self CPU memory MB']:9.2f} MB")
     run["load average at end"] = os.getloadavg()
-    os.makedirs(os.path.dirname(a.out), exist_ok=True)
-    with open(a.out, "w") as f:
+    with open(with_folder(a.out), "w") as f:
         json.dump(run, f, indent=1)
         f.write("\n")
 
