@@ -1,0 +1,110 @@
+"""Where the benchmark scripts write when no path is given: benchmarks/runs/ (run_outputs.py), a folder
+git ignores, never a tracked file of the checkout (the committed results in benchmarks/results/ change
+only when a path there is given). The scripts are loaded as `python benchmarks/X.py` runs them: with
+benchmarks/ first on sys.path."""
+
+import glob
+import importlib.util
+import json
+import os
+import subprocess
+
+import pytest
+
+from tests.paths import ROOT
+
+BENCHMARKS = os.path.join(ROOT, "benchmarks")
+HELPERS = {"ptb_shaped", "run_outputs"}  # modules the scripts import, not scripts
+SCRIPTS = sorted(name for name in (os.path.basename(p)[:-3] for p in glob.glob(os.path.join(BENCHMARKS, "*.py")))
+                 if name not in HELPERS)
+# the files each script writes; every one must default into benchmarks/runs/
+WRITTEN = {"bench_training": ["out", "history"], "bench_parser_training": ["out"], "bench_parsing": ["out"],
+           "bench_preprocess": ["out"], "parser_wsj_curves": ["out"], "profile_mgsa_layer": ["out"],
+           "profile_pba": ["out"]}
+
+
+def in_git_checkout():
+    try:
+        return subprocess.run(["git", "-C", ROOT, "rev-parse", "--is-inside-work-tree"], capture_output=True,
+                              text=True).stdout.strip() == "true"
+    except FileNotFoundError:
+        return False
+
+
+GIT = in_git_checkout()
+
+
+@pytest.fixture
+def load(monkeypatch):
+    monkeypatch.syspath_prepend(BENCHMARKS)
+
+    def load(script):
+        spec = importlib.util.spec_from_file_location(f"benchmark_script_{script}",
+                                                      os.path.join(BENCHMARKS, script + ".py"))
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    return load
+
+
+def runs_folder():
+    import run_outputs  # the module the scripts imported (benchmarks/ is on sys.path)
+    return run_outputs.RUNS
+
+
+def assert_run_output(path):
+    """PATH lies in benchmarks/runs/, which git ignores, and is no tracked file."""
+    path = os.path.abspath(path)
+    assert os.path.commonpath([path, runs_folder()]) == runs_folder(), path
+    if GIT:
+        rel = os.path.relpath(path, ROOT)
+        assert subprocess.run(["git", "-C", ROOT, "check-ignore", "-q", rel]).returncode == 0, \
+            f"{rel} is not ignored by git"
+        tracked = subprocess.run(["git", "-C", ROOT, "ls-files", "--", rel], capture_output=True, text=True,
+                                 check=True).stdout
+        assert not tracked, f"{rel} is a tracked file"
+
+
+def test_every_script_is_checked():
+    assert sorted(WRITTEN) == SCRIPTS
+
+
+def test_the_runs_folder_is_ignored_and_apart_from_the_committed_results(load):
+    load("bench_preprocess")
+    assert os.path.dirname(runs_folder()) == BENCHMARKS
+    assert_run_output(os.path.join(runs_folder(), "any.json"))
+
+
+@pytest.mark.parametrize("script", sorted(WRITTEN))
+def test_default_outputs_lie_in_the_ignored_runs_folder(load, script):
+    parser = load(script).get_parser()
+    for dest in WRITTEN[script]:
+        if script == "bench_training" and dest == "out":
+            continue  # made from --device and --arch-size: the next test
+        assert_run_output(parser.get_default(dest))
+    # and no other default of the parser points into the checkout outside benchmarks/runs/
+    for action in parser._actions:
+        default = action.default
+        if isinstance(default, str) and os.path.isabs(default) and \
+                os.path.commonpath([default, ROOT]) == ROOT:
+            assert_run_output(default)
+
+
+def test_training_results_default_into_the_runs_folder(load):
+    bench_training = load("bench_training")
+    from fairseq_mgsa import systems
+
+    for device in ("cpu", "cuda"):
+        for size in systems.SIZES:
+            assert_run_output(bench_training.result_path(device, size))
+
+
+def test_the_runs_folder_is_made_when_first_written(load, tmp_path, monkeypatch, capsys):
+    bench_preprocess = load("bench_preprocess")
+    import run_outputs
+
+    monkeypatch.setattr(run_outputs, "RUNS", str(tmp_path / "runs"))
+    bench_preprocess.main(["--sentences", "20"])
+    written = json.loads((tmp_path / "runs" / "preprocess.json").read_text())
+    assert [(r["form"], r["sentences"]) for r in written["results"]] == [("one-line", 20), ("ptb", 20)]
+    assert f"wrote {tmp_path / 'runs' / 'preprocess.json'}" in capsys.readouterr().out
