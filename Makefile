@@ -18,6 +18,7 @@ test: install
 test-slow: install
 	$(PYTHON) -m pytest -m slow -v
 
+# the tiny size, a quick look: into benchmarks/runs/ (ignored by git), not the committed results
 bench: install
 	$(PYTHON) benchmarks/bench_training.py --arch-size tiny
 
