@@ -43,8 +43,8 @@ training/report.py (paper figures, targets, tables, the README's table), trainin
     python benchmarks/bench_training.py --readme-from benchmarks/results/training_cpu_base.json
 
 Writes benchmarks/runs/training_<device>_<arch-size>.json (or --out) and appends one line to
-benchmarks/runs/history.jsonl (or --history), a folder git ignores (run_outputs.py); a result to
-commit is written where asked: --out benchmarks/results/NAME.json --history
+benchmarks/runs/history.jsonl (or --history); git ignores benchmarks/runs/ (run_outputs.py): a
+result to commit is written where asked, --out benchmarks/results/NAME.json --history
 benchmarks/results/history.jsonl. --readme rewrites the table of docs/benchmarks.md (or of the
 file given, between its bench-training markers) from that JSON. Systems: --systems picks some of the registry;
 --define 'mgsa_lstm=mgsa_ngram --mgsa-interaction lstm' adds a variant of a registered system.
