@@ -8,7 +8,8 @@
 # --fast: the fast part of the suite (what CI runs under a second Python): the default suite
 # without the end-to-end files of LONG below, each of which runs whole pipelines (recipes, the
 # demo, the README's quick start, the GPU check's dry run, multi-process training) for a minute
-# or more: 660 of the suite's 1,490 test-seconds under Python 3.12 (docs/testing.md).
+# or more (under Python 3.12 they were 660 of the suite's 1,490 test-seconds, before the quick
+# recipe tests moved out of LONG; docs/testing.md).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 PY=${PYTHON:-python3}
