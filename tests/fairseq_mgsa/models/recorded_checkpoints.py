@@ -26,6 +26,7 @@ import argparse
 import hashlib
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import zlib
@@ -169,9 +170,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", help="the JSON file to write")
     a = parser.parse_args(argv)
-    sys.path.insert(0, os.getcwd())
-    import subprocess
-
+    sys.path.insert(0, os.getcwd())  # the checkout being recorded, not this file's
     from fairseq_mgsa import systems as registry
 
     commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
