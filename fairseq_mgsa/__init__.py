@@ -1,13 +1,16 @@
 """fairseq-mgsa: Multi-Granularity Self-Attention for fairseq (`--user-dir fairseq_mgsa`).
 
 Importing the package registers its models, tasks and criterions with fairseq, and
-lets torch.load read the checkpoints fairseq writes (see checkpoint_loading.py).
+lets torch.load read the checkpoints fairseq writes (see checkpoint_loading.py), and
+ends fairseq's batch-prefetching threads before Python exits (see clean_exit.py).
 """
 
 from . import checkpoint_loading  # noqa: F401
+from .clean_exit import install_exit_hook
 from .errors import MGSAError, install_excepthook
 
 install_excepthook()
+install_exit_hook()
 
 from . import criterions, data, models, tasks  # noqa: F401,E402
 from .models.mgsa_transformer import MGSATransformerModel  # noqa: F401,E402  (from_pretrained)
