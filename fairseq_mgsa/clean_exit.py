@@ -17,13 +17,20 @@ lets each prefetching thread finish the batch it is building, and waits for it, 
 no thread to unwind. fairseq gives the thread no stop method: we lower its batch limit
 (the loop ends once it has queued as many batches as the limit) and empty its queue so
 that its last `put` cannot block. The batches thrown away were never going to be used.
+A thread that has not ended after WAIT_S (a data loader worker hung, say) is left to
+Python as before, with a warning, rather than keeping a finished run from exiting.
 """
 
 import atexit
+import logging
 import queue
 import threading
+import time
 
 from fairseq.data.iterators import BackgroundConsumer
+
+logger = logging.getLogger(__name__)
+WAIT_S = 60.0  # building one batch takes milliseconds; this only bounds a hung thread
 
 
 def stop_prefetching_threads():
@@ -32,7 +39,11 @@ def stop_prefetching_threads():
         if not isinstance(thread, BackgroundConsumer):
             continue
         thread._max_len = 0  # its loop breaks after its next `put` (count >= max_len)
+        deadline = time.monotonic() + WAIT_S
         while thread.is_alive():
+            if time.monotonic() > deadline:
+                logger.warning("fairseq's batch-prefetching thread did not end within %.0f s; exiting anyway", WAIT_S)
+                break
             try:
                 while True:
                     thread._queue.get_nowait()

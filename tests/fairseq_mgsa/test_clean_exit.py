@@ -14,7 +14,9 @@ from fairseq_mgsa.clean_exit import stop_prefetching_threads
 from tests.paths import ROOT
 
 # The main thread takes one batch and exits while the prefetching thread keeps building
-# batches in torch's C++ code (a matrix product, with the interpreter lock released).
+# batches in torch's C++ code (a matrix product, with the interpreter lock released). Its
+# queue holds every batch, so the thread never waits on it (waiting there, in C, it
+# would end quietly).
 STOPS_INSIDE_AN_EPOCH = """
 import sys, torch
 torch.set_num_threads(1)
@@ -28,7 +30,7 @@ class Batches:
         a = torch.randn(1200, 1200)
         for _ in range(200):
             yield torch.mm(a, a).sum()
-batches = BufferedIterator(20, Batches())
+batches = BufferedIterator(200, Batches())
 next(batches)
 print("done training", flush=True)
 """
@@ -78,3 +80,28 @@ def test_stopping_ends_every_prefetching_thread_after_at_most_one_more_batch():
     assert not [t for t in threading.enumerate() if isinstance(t, BackgroundConsumer)]
     # each thread stopped with its queue (4) full, plus the batch it was building and the one taken
     assert len(built) <= 2 * (4 + 2)
+
+
+def test_a_hung_thread_is_left_after_the_wait_with_a_warning(monkeypatch, caplog):
+    from fairseq_mgsa import clean_exit
+
+    release = threading.Event()
+
+    class Hung:
+        def __len__(self):
+            return 10
+
+        def __iter__(self):
+            yield torch.zeros(1)
+            release.wait()
+            yield torch.ones(1)
+
+    batches = BufferedIterator(4, Hung())
+    next(batches)
+    monkeypatch.setattr(clean_exit, "WAIT_S", 0.2)
+    stop_prefetching_threads()
+    assert "did not end within" in caplog.text
+    [hung] = [t for t in threading.enumerate() if isinstance(t, BackgroundConsumer)]
+    release.set()
+    hung.join(timeout=10)
+    assert not hung.is_alive()
