@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import List
 
 from fairseq_mgsa import systems as registry
+from fairseq_mgsa.clean_exit import stop_prefetching_threads
 
 from . import records
 
@@ -237,6 +238,9 @@ def run_one(run: Run, data, user_dir, out_dir, s, n_test):
         root.removeHandler(capture)
         capture.close()
     rec["train_s"] = round(time.perf_counter() - t0, 1)
+    # a run stopped inside its epoch leaves fairseq's batch thread building batches: it must
+    # not build them during the next run's timing
+    stop_prefetching_threads()
     fig = training_figures(capture.lines, s.updates)
     # fairseq raises it (FloatingPointError) rather than logging it
     fig["min_loss_scale_reached"] |= MIN_SCALE in (error or "")
