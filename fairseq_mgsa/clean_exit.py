@@ -9,8 +9,8 @@ moment (collating a batch, with the lock released), the unwinding meets a C++ fr
 must not be unwound and the C++ runtime aborts the process: "terminate called without an
 active exception", exit status 134, after the checkpoint was saved and "done training"
 logged. A finished run would read as a failed one, and a recipe would stop on it. With
-`--num-workers 0` (the batches are collated in that thread) on a small model, 8 of 25
-runs stopped by `--max-update 1` aborted so on two busy cores, under Python 3.11 and 3.12.
+`--num-workers 0` (the batches are collated in that thread) on a small model, up to 8 of
+25 runs stopped by `--max-update 1` aborted so on two busy cores (Python 3.11 and 3.12 both).
 
 Python runs its exit functions before it ends daemon threads, so an exit function that
 lets each prefetching thread finish the batch it is building, and waits for it, leaves
