@@ -84,5 +84,6 @@ def write(systems: Dict, refs: List[str], baseline: str, out: str, lowercase: bo
     for _, rs in reports:
         for r in rs:
             escape_tokens(r)
-    reporters.generate_html_report(reports, out, "mgsa-compare: compare-mt report" + (f". {html.escape(said)}" if said else ""))
+    title = "mgsa-compare: compare-mt report" + (f". {html.escape(said)}" if said else "")
+    reporters.generate_html_report(reports, out, title)
     return os.path.join(out, "index.html")

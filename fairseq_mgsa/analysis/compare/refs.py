@@ -46,7 +46,8 @@ def read_plain(path: str) -> List[Reference]:
     lines = read_lines(path, "references, one a line")
     head = next((line for line in lines if line.strip()), "")
     if MARKUP_START.match(head):
-        raise CompareError(f"{path}: an SGML or XML file (it starts with {head.strip()[:40]!r}), not one reference a "
+        start = head.strip() if len(head.strip()) <= 60 else head.strip()[:60] + "..."
+        raise CompareError(f"{path}: an SGML or XML file (it starts with {start!r}), not one reference a "
                            f"line: read it with --refs-sgml (<refset><doc><seg>) or --refs-xml (WMT's <dataset>)")
     if lines and all("\t" in line for line in lines):
         raise CompareError(f"{path}: every line holds a tab: several references a line? read it with --refs-tsv "
@@ -65,7 +66,8 @@ def read_tsv(path: str) -> List[Reference]:
     for number, line in enumerate(lines, 1):
         fields = line.split("\t")
         if len(fields) != width:
-            raise CompareError(f"{path}: line {number} has {len(fields)} tab-separated fields, line 1 has {width} (one "
+            raise CompareError(f"{path}: line {number} has {len(fields)} tab-separated field"
+                               f"{'s' if len(fields) > 1 else ''}, line 1 has {width} (one "
                                f"field per reference on every line expected; an empty field where a sentence has "
                                f"fewer references)")
         if not any(f.strip() for f in fields):
@@ -105,12 +107,24 @@ def unescape(text: str) -> str:
     return ENTITY.sub(one, text)
 
 
+class At:
+    """A place in a file, "FILE: line N" in a message."""
+
+    def __init__(self, path: str, text: str, pos: int):
+        self.path, self.text, self.pos = path, text, pos
+
+    def line(self) -> int:
+        return self.text.count("\n", 0, self.pos) + 1
+
+    def __str__(self):
+        return f"{self.path}: line {self.line()}"
+
+
 def read_sgml(path: str) -> List[Reference]:
     """Every reference of a `<refset><doc><seg>` file: one per refset and doc sysid (a file may
     hold one refset per reference, or one refset whose documents' sysids tell the references
     apart), each in its file order of documents and segments."""
     text = read_utf8(path, "SGML references: <refset><doc><seg id=...>")
-    line_of = lambda pos: text.count("\n", 0, pos) + 1  # noqa: E731
     refs: dict = {}  # (refset number, sysid) -> (sysid, lines, ids, where each segment is)
     refset, doc, other, inside_other, count = None, None, None, False, 0
     pos = 0
@@ -120,7 +134,7 @@ def read_sgml(path: str) -> List[Reference]:
             break
         pos = m.end()
         closing, tag, attrs = m.group(1), m.group(2).lower(), attributes(m.group(3))
-        where = f"{path}: line {line_of(m.start())}"
+        where = At(path, text, m.start())  # its line counted only for a message
         if tag in ("srcset", "tstset"):
             other, inside_other = other or tag, not closing
             continue
@@ -136,7 +150,8 @@ def read_sgml(path: str) -> List[Reference]:
         end = SEG_END.search(text, m.end())
         following = SGML_TAG.search(text, m.end())
         if not end or (following and following.start() < end.start()):
-            raise CompareError(f"{where}: <seg> without its </seg> before the next tag (<seg id=...>text</seg> expected)")
+            raise CompareError(f"{where}: <seg> without its </seg> before the next tag "
+                               f"(<seg id=...>text</seg> expected)")
         pos = end.end()
         if refset is None:
             if inside_other:
@@ -153,9 +168,9 @@ def read_sgml(path: str) -> List[Reference]:
         _, lines, ids, seen = refs[key]
         segment = (doc["docid"], attrs["id"])
         if segment in seen:
-            raise CompareError(f"{where}: document {segment[0]} has segment {segment[1]} twice (first at "
-                               f"{seen[segment]}; one segment per id in a reference expected)")
-        seen[segment] = f"line {line_of(m.start())}"
+            raise CompareError(f"{where}: document {segment[0]} has segment {segment[1]} twice (first at line "
+                               f"{seen[segment].line()}; one segment per id in a reference expected)")
+        seen[segment] = where
         lines.append(clean(unescape(text[m.end():end.start()])))
         ids.append(segment)
     if not refs:
@@ -276,7 +291,7 @@ def align(references: List[Reference]) -> None:
     if len(marked) < 2:
         return
     first = marked[0]
-    docs = {d for d, _ in first.ids}
+    docs, segments_of_first = {d for d, _ in first.ids}, set(first.ids)
     for r in marked[1:]:
         where = dict(zip(r.ids, range(len(r.ids))))
         for segment in first.ids:
@@ -285,7 +300,7 @@ def align(references: List[Reference]) -> None:
                     f"no segment {segment[1]} in document {segment[0]}"
                 raise CompareError(f"{r.name}: {what}, which {first.name} has (every reference translates every "
                                    f"segment: matched by document and segment id)")
-        extra = next((s for s in r.ids if s not in set(first.ids)), None)
+        extra = next((s for s in r.ids if s not in segments_of_first), None)
         if extra is not None:
             what = f"document {extra[0]}" if extra[0] not in docs else f"segment {extra[1]} of document {extra[0]}"
             raise CompareError(f"{r.name}: has {what}, which {first.name} lacks (every reference translates the same "

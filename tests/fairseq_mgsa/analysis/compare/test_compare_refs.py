@@ -14,7 +14,6 @@ import pytest
 import sacrebleu
 
 from fairseq_mgsa.analysis import compare as cmp
-from fairseq_mgsa.analysis.compare.refs import read_references
 from mgsa_preprocess.synthetic import generate
 
 N = 48
@@ -201,6 +200,7 @@ def wmt_xml(refs, missing=None):
 
 @pytest.mark.parametrize("form", ["tsv", "sgml", "sgml-one-refset", "xml"])
 def test_tsv_sgml_and_xml_read_as_the_plain_files(refs, tmp_path, form):
+    from fairseq_mgsa.analysis.compare.refs import read_references
     expected = read_references([("plain", write(tmp_path / f"r{k}", refs[k])) for k in range(4)])
     path = tmp_path / f"refs.{form}"
     if form == "tsv":
@@ -213,6 +213,28 @@ def test_tsv_sgml_and_xml_read_as_the_plain_files(refs, tmp_path, form):
     assert [r.lines for r in got] == [r.lines for r in expected] == refs
     names = {"tsv": [f"{path} column {k + 1}" for k in range(4)], "xml": [f"{path} translator {t}" for t in "ABCD"]}
     assert [r.name for r in got] == names.get(form, [f"{path} reference ref{k}" for k in range(4)])
+
+
+def test_iwslt_xml_is_the_sgml_layout(refs, tmp_path, capsys):
+    """IWSLT's .xml test sets: well-formed XML in the <refset><doc><seg> layout, with the talks'
+    <url>, <talkid>, <description> around the segments: --refs-sgml reads them, --refs-xml
+    points there."""
+    from fairseq_mgsa.analysis.compare.refs import read_references
+    mteval = ET.Element("mteval")
+    refset = ET.SubElement(mteval, "refset", setid="tst", srclang="zh", trglang="en", refid="ref")
+    for docid, lines in DOCS:
+        doc = ET.SubElement(refset, "doc", docid=docid, genre="lectures")
+        ET.SubElement(doc, "url").text = "http://example.org/talk"
+        ET.SubElement(doc, "talkid").text = docid
+        for j, i in enumerate(lines):
+            ET.SubElement(doc, "seg", id=str(j + 1)).text = f" {refs[0][i]} "
+    path = tmp_path / "tst.en.xml"
+    path.write_text(ET.tostring(mteval, encoding="unicode"), encoding="utf-8")
+    got = read_references([("sgml", str(path))])
+    assert [r.lines for r in got] == [refs[0]] and got[0].name == str(path)
+    code, err = run_main(["--refs-xml", str(path), "--system", f"a={path}", "--out", str(tmp_path / "out")], capsys)
+    assert (code, err) == (2, [f"mgsa-compare: error: {path}: its root element is <mteval>, not WMT's <dataset> "
+                               f"(the <refset><doc><seg> layout: read it with --refs-sgml)"])
 
 
 def test_an_sgml_reference_gives_the_plain_files_scores(refs, tmp_path, monkeypatch):
@@ -254,7 +276,7 @@ def error_cases(refs, tmp_path):
                            f"references: A, B, C, D; each must translate every document)"),
         "sgml as xml": (["--refs-xml", str(sgml)], f"{sgml}: line 2, column 27: not well-formed XML (invalid token) "
                                                    f"(WMT's XML test set expected; SGML is read by --refs-sgml)"),
-        "tsv": (["--refs-tsv", tsv], f"{tsv}: line 6 has 1 tab-separated fields, line 1 has 2 (one field per "
+        "tsv": (["--refs-tsv", tsv], f"{tsv}: line 6 has 1 tab-separated field, line 1 has 2 (one field per "
                                      f"reference on every line expected; an empty field where a sentence has fewer "
                                      f"references)"),
         "hypotheses": (["--ref", r0, "--ref", str(tmp_path / "r2")], None),
