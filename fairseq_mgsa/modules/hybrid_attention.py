@@ -143,15 +143,23 @@ def stacked_masks(branches: Tuple[Branch, ...], tgt_len: int, src_len: int, caus
 
 class MaskMemo:
     """The last value built from (shapes, key padding mask, attn_mask), reused while the same
-    tensors come again unchanged (the same objects, not modified in place since): fairseq
-    passes every layer of a stack the same ones, so the first layer builds and the others
-    reuse. Holds references to them so that their ids cannot be reused."""
+    tensors come again unchanged: the same memory, shape and strides, not written to since.
+    fairseq passes every layer of a stack the same padding mask and the same attn_mask (the
+    decoder slices its buffered causal mask anew for each layer, a view of the same memory),
+    so the first layer builds and the others reuse. Holds references to the tensors so that
+    their memory cannot be reused for others."""
 
     def __init__(self):
         self.inputs, self.signature, self.value = (), None, None
 
+    @staticmethod
+    def identity(t: Optional[Tensor]):
+        if t is None:
+            return None
+        return t.data_ptr(), t.shape, t.stride(), t.dtype, t.device, t._version
+
     def get(self, key: tuple, tensors: Tuple[Optional[Tensor], ...], build):
-        signature = (key, tuple(None if t is None else (id(t), t._version) for t in tensors))
+        signature = (key, tuple(self.identity(t) for t in tensors))
         if signature != self.signature:
             self.inputs, self.signature, self.value = tensors, signature, build()
         return self.value
