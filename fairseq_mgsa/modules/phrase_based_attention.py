@@ -264,8 +264,8 @@ class PhraseBasedAttention(PhraseBasedDecoding, PhraseBasedBatched, nn.Module):
         beam > 1: q has B*beam rows of one position and kv one row per sentence (B): a sentence's
         hypotheses are its query positions (B x h x beam x e), so its keys are never copied.
         step (a decoding step, T = 1): keys and values, the whole decoding state, are used block by
-        block and never concatenated; in training (T = S) concatenating them is cheaper than the
-        per-block products' extra traffic (benchmarks/profile_pba.py, docs/benchmarks-pba.md)."""
+        block and never concatenated. A full forward is full_forward's (phrase_based_batched.py);
+        step=False, the plain form it replaced, is the reference its tests compare with."""
         if beam > 1:  # (B*beam) x h x 1 x e -> B x h x beam x e
             q = {n: t.reshape(-1, beam, t.size(1), t.size(-1)).transpose(1, 2) for n, t in q.items()}
         outputs, probs_all = [], []
