@@ -187,3 +187,25 @@ def test_a_model_stack_shares_one_mask_cache_and_builds_masks_once_per_batch(mon
     assert len(calls) == 3
     model(src, torch.tensor([3, 4]), prev.clone())  # the next batch (fairseq makes new padding masks): all again
     assert len(calls) == 6
+
+
+@pytest.mark.parametrize("attention,mode", list(itertools.product(["convkv", "queryk"], MODES)))
+def test_fused_attention_path_in_half_precision_and_autocast(attention, mode):
+    """Without weights to return (scaled_dot_product_attention, its mask in the products' dtype):
+    a float16 module and bfloat16 autocast stay within 1% / 3% of float32 (measured: 0.1% / 0.8%)."""
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(6, 3, D, generator=g)
+    pad = torch.zeros(3, 6, dtype=torch.bool)
+    pad[1, :2] = True
+    for role, mask in (("enc", None), ("dec", torch.triu(torch.full((6, 6), float("-inf")), 1))):
+        torch.manual_seed(0)
+        m = PhraseBasedAttention(D, H, attention=attention, mode=mode, ngrams=[1, 2], role=role).train()
+        ref, _ = m(x, x, x, key_padding_mask=pad, attn_mask=mask, need_weights=False)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            bf, _ = m(x, x, x, key_padding_mask=pad, attn_mask=mask, need_weights=False)
+        half = PhraseBasedAttention(D, H, attention=attention, mode=mode, ngrams=[1, 2], role=role).train()
+        half.load_state_dict(m.state_dict())
+        h, _ = half.half()(x.half(), x.half(), x.half(), key_padding_mask=pad, attn_mask=mask, need_weights=False)
+        scale = 1 + ref.abs().max()
+        assert bf.dtype == torch.bfloat16 and (bf.float() - ref).abs().max() <= 3e-2 * scale
+        assert h.dtype == torch.float16 and (h.float() - ref).abs().max() <= 1e-2 * scale
