@@ -83,7 +83,8 @@ class PhraseBasedBatched:
             if n == 1:
                 mods += [self.k_proj, self.v_proj]
             else:
-                mods += [self.v_ngram[str(n)], self.k_ngram[str(n)] if self.attention == "convkv" else self._key_linear(n)]
+                key = self.k_ngram[str(n)] if self.attention == "convkv" else self._key_linear(n)
+                mods += [self.v_ngram[str(n)], key]
         return mods
 
     def query_modules(self, bigram: bool) -> Dict[int, nn.Module]:
