@@ -16,6 +16,7 @@ from fairseq.models.transformer import TransformerDecoderBase, TransformerEncode
 
 from ..errors import MGSAError
 from ..modules.pba_layers import PBADecoderLayer, PBAEncoderLayer
+from ..modules.pba_masks import MaskCache
 from ..modules.phrase_based_attention import ROLES, PhraseBasedAttention, check_pba_config
 from .base import SIZES, MethodTransformerModel, parse_layers, wrap_layer
 
@@ -53,6 +54,15 @@ def parse_ngrams(spec: str) -> List[int]:
     return sizes
 
 
+def share_mask_cache(stack):
+    """One MaskCache for the phrase-based attention modules of a stack: fairseq gives each layer the
+    same padding and causal masks, so the n-gram masks are built once per batch (pba_masks.py)."""
+    cache = MaskCache()
+    for module in stack.modules():
+        if isinstance(module, PhraseBasedAttention):
+            module.mask_cache = cache
+
+
 def parse_roles(spec: str) -> List[str]:
     roles = [r.strip() for r in str(spec).split(",") if r.strip()]
     bad = [r for r in roles if r not in ROLES]
@@ -70,6 +80,7 @@ class PBATransformerEncoder(TransformerEncoderBase):
         ngrams = parse_ngrams(cfg.pba_ngrams)
         for i in self.pba_layer_ids:
             self.layers[i] = wrap_layer(cfg, PBAEncoderLayer(cfg, ngrams, return_fc=self.return_fc))
+        share_mask_cache(self)
 
 
 class PBATransformerDecoder(TransformerDecoderBase):
@@ -83,6 +94,7 @@ class PBATransformerDecoder(TransformerDecoderBase):
         ngrams = parse_ngrams(cfg.pba_ngrams)
         for i in self.pba_layer_ids:
             self.layers[i] = wrap_layer(cfg, PBADecoderLayer(cfg, ngrams, roles, no_encoder_attn))
+        share_mask_cache(self)
 
 
 @register_model("pba_transformer")

@@ -82,7 +82,8 @@ def spread_over_tokens(probs: Tensor, n: int, real: Optional[Tensor]) -> Tensor:
     probability is shared evenly by the real tokens it covers.
 
     probs: B x H x T x S over n-grams ending at each key position; real: B x S or None.
-    Returns the same shape over tokens. A loop over the n taps, not over positions.
+    Returns the same shape over tokens: token s receives from the n-grams ending at s .. s+n-1, a
+    sum over a sliding window of the shares (no loop).
     """
     if n == 1:
         return probs
@@ -92,7 +93,5 @@ def spread_over_tokens(probs: Tensor, n: int, real: Optional[Tensor]) -> Tensor:
     realf = real.to(probs.dtype)  # B x S
     count = F.pad(realf, (n - 1, 0)).unfold(1, n, 1).sum(-1).clamp(min=1)  # real tokens per window
     share = probs / count[:, None, None, :]
-    out = torch.zeros_like(probs)
-    for k in range(n):  # token s receives from the n-gram ending at s + k
-        out[..., : S - k] += share[..., k:]
+    out = F.pad(share, (0, n - 1)).unfold(-1, n, 1).sum(-1)  # B x H x T x S
     return out * realf[:, None, None, :]

@@ -28,7 +28,9 @@ from fairseq.modules.fairseq_dropout import FairseqDropout
 from torch import Tensor
 
 from ..errors import MGSAError
-from .ngram_convolution import NGramConv, end_aligned_windows, ngram_invalid, spread_over_tokens, zero_pads
+from .ngram_convolution import NGramConv, ngram_invalid, spread_over_tokens, zero_pads
+from .pba_masks import MaskCache
+from .phrase_based_batched import PhraseBasedBatched, _heads
 from .phrase_based_decoding import PhraseBasedDecoding
 
 CONVKV, QUERYK = "convkv", "queryk"
@@ -83,14 +85,8 @@ def check_pba_config(attention: str, mode: str, ngrams: Sequence[int], num_heads
         raise MGSAError("--pba-queryk-shared-key applies to heterogeneous or interleaved QUERYK only")
 
 
-def _heads(x: Tensor, h: int) -> Tensor:
-    """B x T x (h*e) -> B x h x T x e"""
-    B, T, C = x.shape
-    return x.view(B, T, h, C // h).transpose(1, 2)
-
-
 @with_incremental_state
-class PhraseBasedAttention(PhraseBasedDecoding, nn.Module):
+class PhraseBasedAttention(PhraseBasedDecoding, PhraseBasedBatched, nn.Module):
     def __init__(self, embed_dim: int, num_heads: int, kdim: Optional[int] = None, dropout: float = 0.0,
                  attention: str = CONVKV, mode: str = HETEROGENEOUS, ngrams: Sequence[int] = (1, 2),
                  role: str = "enc", shared_key: bool = False):
@@ -115,6 +111,8 @@ class PhraseBasedAttention(PhraseBasedDecoding, nn.Module):
         # hypotheses per sentence in beam search (set_beam_size): the cross attention then keeps
         # its encoder-side n-grams once per sentence, as fairseq's MultiheadAttention does
         self.beam_size = 1
+        # the full forward's masks, built once per batch; the model gives one cache to a whole stack
+        self.mask_cache = MaskCache()
 
         homogeneous = mode == HOMOGENEOUS
         width = {n: (h * dk if homogeneous else d) for n, h in self.groups}  # K/V width per size
@@ -164,23 +162,36 @@ class PhraseBasedAttention(PhraseBasedDecoding, nn.Module):
     def _key_linear(self, n: int) -> nn.Module:
         return self.k_proj if self.shared_key else self.k_ngram[str(n)]
 
-    def keys_values(self, x: Tensor, real: Optional[Tensor]) -> Dict[int, Tuple[Tensor, Tensor, Optional[Tensor]]]:
-        """x: B x S x kdim -> per size n: K (B x h x S x e), V (B x h x S x d_k), invalid (B x S or None)."""
+    def keys_values(self, x: Tensor, real: Optional[Tensor], proj: Optional[Dict[int, Tensor]] = None,
+                    with_invalid: bool = True, keep: Optional[Tensor] = None
+                    ) -> Dict[int, Tuple[Tensor, Tensor, Optional[Tensor]]]:
+        """x: B x S x kdim -> per size n: K (B x h x S x e), V (B x h x S x d_k), invalid (B x S or None;
+        with_invalid=False: None). proj: the projections of x (project(); computed here without).
+        Pads are zeroed before the n-grams in homogeneous mode only (keep: that multiplier, B x S x 1,
+        from the caller): elsewhere an n-gram that reads a pad is masked, whatever its value."""
         B, S, _ = x.shape
+        homogeneous = self.mode == HOMOGENEOUS
+        if proj is None:
+            if homogeneous and keep is None and real is not None:
+                keep = real.unsqueeze(-1).to(x.dtype)
+            proj = self.project(x, self.kv_modules(), keep if homogeneous else None)
         out = {}
         for n, h in self.groups:
-            invalid = ngram_invalid(real, n, S, B, x.device, self.mode == HOMOGENEOUS)
+            invalid = ngram_invalid(real, n, S, B, x.device, homogeneous) if with_invalid else None
             if n == 1:
-                k, v = _heads(self.k_proj(x), h), _heads(self.v_proj(x), h)
+                k, v = _heads(proj[id(self.k_proj)], h), _heads(proj[id(self.v_proj)], h)
             else:
-                v = _heads(self.v_ngram[str(n)](x, real), h)
+                v = _heads(proj[id(self.v_ngram[str(n)])], h)
                 if self.attention == CONVKV:
-                    k = _heads(self.k_ngram[str(n)](x, real), h)
+                    k = _heads(proj[id(self.k_ngram[str(n)])], h)
                 else:
-                    # projected keys, zero (not the bias) at pads and before the start (docs/peers.md, QUERYK);
-                    # unfolded into n-tap windows once, so a decoding step appends one window
-                    k = _heads(zero_pads(self._key_linear(n)(x), real), h)  # B x h x S x d_k
-                    k = end_aligned_windows(k.reshape(B * h, S, -1), n).view(B, h, S, -1)
+                    # projected keys (zero, not the bias, at pads and before the start: docs/peers.md,
+                    # QUERYK), unfolded into n-tap windows once, so a decoding step appends one window
+                    k = proj[id(self._key_linear(n))]
+                    if homogeneous:
+                        k = zero_pads(k, real)
+                    windows = F.pad(k, (0, 0, n - 1, 0)).unfold(1, n, 1)  # B x S x (h*e) x n
+                    k = windows.view(B, S, h, -1, n).permute(0, 2, 1, 4, 3).reshape(B, h, S, -1)  # taps then e
             out[n] = (k, v, invalid)
         return out
 
@@ -253,8 +264,8 @@ class PhraseBasedAttention(PhraseBasedDecoding, nn.Module):
         beam > 1: q has B*beam rows of one position and kv one row per sentence (B): a sentence's
         hypotheses are its query positions (B x h x beam x e), so its keys are never copied.
         step (a decoding step, T = 1): keys and values, the whole decoding state, are used block by
-        block and never concatenated; in training (T = S) concatenating them is cheaper than the
-        per-block products' extra traffic (benchmarks/profile_pba.py, docs/benchmarks-pba.md)."""
+        block and never concatenated. A full forward is full_forward's (phrase_based_batched.py);
+        step=False, the plain form it replaced, is the reference its tests compare with."""
         if beam > 1:  # (B*beam) x h x 1 x e -> B x h x beam x e
             q = {n: t.reshape(-1, beam, t.size(1), t.size(-1)).transpose(1, 2) for n, t in q.items()}
         outputs, probs_all = [], []
@@ -348,13 +359,10 @@ class PhraseBasedAttention(PhraseBasedDecoding, nn.Module):
                 key_real = key_real.repeat_interleave(beam, dim=0)
         else:
             x_kv = x_q if self.self_attention else key.transpose(0, 1)  # B x S x kdim
-            key_real = ~pad if pad is not None else None
-            if self.self_attention:
-                real_q = key_real
-            else:
-                qpad = self.query_padding_mask
-                real_q = ~qpad.bool() if qpad is not None else None
-            out, probs = self.combine(x_q, real_q, self.keys_values(x_kv, key_real), attn_mask)
+            qpad = pad if self.self_attention else self.query_padding_mask
+            need_probs = need_weights or getattr(self, "keep_ngram_weights", False)
+            out, probs, key_real = self.full_forward(x_q, x_kv, pad, qpad.bool() if qpad is not None else None,
+                                                     attn_mask, need_probs)
         if getattr(self, "keep_ngram_weights", False):
             # for attention maps (fairseq_mgsa/analysis): the softmax over n-grams itself, per
             # head group B x h x T x (blocks*S), before token_weights spreads it over tokens
