@@ -8,6 +8,7 @@ tag dictionary and report. Phrase files are only put in place once everything
 has passed, so a failed run never leaves phrase files that look complete.
 """
 
+import logging
 import os
 import shutil
 import sys
@@ -24,6 +25,9 @@ DESCRIPTION = ("Binarize a parallel corpus for fairseq (all fairseq-preprocess o
 
 
 def get_parser():
+    from .fairseq_import import import_fairseq
+
+    import_fairseq()
     from fairseq import options
 
     from .align import STYLES
@@ -363,6 +367,9 @@ def _dict_only_summary(args, tags) -> dict:
 
 def main(argv=None):
     """Console entry point: an input problem ends in one line naming file and line, exit status 1."""
+    # fairseq-preprocess's lines (dictionary sizes, tokens replaced by <unk>) on stderr, the
+    # report alone on stdout; a no-op where the caller has set up logging already
+    logging.basicConfig(level=logging.INFO)
     args = get_parser().parse_args(argv)
     try:
         run(args)
