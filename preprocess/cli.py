@@ -156,6 +156,7 @@ def run(args) -> dict:
 
     from . import fairseq_options, parse, word_alignments
     from .bpe import apply_bpe
+    from .inputs import check_inputs
 
     _check_args(args)
     fairseq_options.check(args)
@@ -179,6 +180,7 @@ def run(args) -> dict:
     workdir = args.workdir or os.path.join(args.destdir, "bpe")
     if args.bpe_codes:
         fairseq_options.check_workdir(args, splits, workdir)
+    check_inputs(args, splits)  # every input read through: UTF-8, both sides and the trees in step
     os.makedirs(args.destdir, exist_ok=True)
 
     # Words for the parser: the original text with --bpe-codes, else the segmented text's words.
