@@ -109,8 +109,8 @@ def test_a_latin1_hypothesis_file_names_the_line_and_byte(refs, tmp_path, capsys
     code, err = run_main(["--ref", ref, "--system", f"a={ref}", "--system", f"b={bad}",
                           "--out", str(tmp_path / "out")], capsys)
     assert code == 2 and err == [
-        f"mgsa-compare: error: {bad}: not UTF-8 at line 3, byte 4 of the line (0xe9) "
-        f"(UTF-8 text expected; convert it, e.g. iconv -f latin1 -t utf-8)"]
+        f"mgsa-compare: error: {bad}:3: not UTF-8 (byte 0xE9 at column 4); convert the file to UTF-8, "
+        f"e.g. iconv -f latin1 -t utf-8"]
 
 
 def test_an_unknown_tokenizer_lists_the_valid_names(refs, tmp_path, capsys):
