@@ -12,7 +12,9 @@ Layout (every file stanza's own; `mgsa_parser.json` is the project's record):
 `mgsa-preprocess --stanza-dir DIR` and `fairseq-interactive --stanza-dir DIR` load such a
 directory (recognised by its `mgsa_parser.json`) with `download_method=None`: nothing is
 fetched, and a missing file is a one-line error naming it. mgsa-train-parser builds a new model
-in DIR/partial/ and moves it into DIR only once it is complete, its record last.
+in DIR/partial/ and moves it into DIR only once it is complete, its record last; the record lists
+the files the run made (`made`), and the next run replaces those and no other file of DIR
+(check_out_dir: DIR must be new, empty or such a directory, and hold no input).
 """
 
 import json
