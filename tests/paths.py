@@ -23,12 +23,16 @@ def checkout_env(**extra) -> dict:
     console script's). A folder holding `mgsa_preprocess` -> ROOT/preprocess, first on the path,
     answers it from here (an editable install's finder comes after the path); one a process,
     removed when it ends."""
+    return dict(os.environ, PYTHONPATH=checkout_pythonpath(), OMP_NUM_THREADS="1", **extra)
+
+
+def checkout_pythonpath() -> str:
+    """The PYTHONPATH of checkout_env: the folder with `mgsa_preprocess`, ROOT, then the caller's."""
     if not _SHIM:
         _SHIM.append(tempfile.mkdtemp(prefix="checkout-path-"))
         os.symlink(os.path.join(ROOT, "preprocess"), os.path.join(_SHIM[0], "mgsa_preprocess"))
         atexit.register(shutil.rmtree, _SHIM[0], True)
-    path = os.pathsep.join([_SHIM[0], ROOT] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []))
-    return dict(os.environ, PYTHONPATH=path, OMP_NUM_THREADS="1", **extra)
+    return os.pathsep.join([_SHIM[0], ROOT] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []))
 
 
 def console_scripts() -> dict:
