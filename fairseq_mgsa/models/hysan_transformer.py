@@ -6,7 +6,8 @@ matrix, fused before W_O); cross-attention, FFN, residuals, norms and embeddings
 fairseq's own. A stack whose branches are just `global` keeps fairseq's attention.
 Options (dataclass fields, so fairseq-hydra-train sees them too): --hysan-encoder-branches,
 --hysan-decoder-branches, --hysan-fusion, --hysan-gate-reduction, --hysan-gate-shared,
---hysan-directional-exclude-self, --hysan-encoder-layers, --hysan-decoder-layers.
+--hysan-directional-exclude-self, --hysan-recompute, --hysan-encoder-layers,
+--hysan-decoder-layers.
 """
 
 from dataclasses import dataclass, field
@@ -17,7 +18,7 @@ from fairseq.models.transformer import TransformerDecoderBase, TransformerEncode
 
 from ..errors import MGSAError
 from ..modules.branch_fusion import FUSIONS
-from ..modules.hybrid_attention import Branch, parse_branches
+from ..modules.hybrid_attention import Branch, HybridMultiheadAttention, MaskMemo, parse_branches
 from ..modules.hysan_layers import HySANDecoderLayer, HySANEncoderLayer
 from .base import SIZES, MethodTransformerModel, parse_layers, wrap_layer
 
@@ -47,6 +48,10 @@ class HySANConfig(FairseqDataclass):
     hysan_directional_exclude_self: bool = field(
         default=False, metadata={"help": "strict directional masks (j < i, j > i) instead of j <= i, j >= i"}
     )
+    hysan_recompute: bool = field(
+        default=False, metadata={"help": "recompute the branches' attention and fusion in the backward pass instead "
+                                         "of keeping them (activation checkpointing): less memory, more operations"},
+    )
     hysan_encoder_layers: str = field(
         default="all", metadata={"help": "encoder layers (1 = bottom) with HySAN: comma-separated list or 'all'"}
     )
@@ -58,6 +63,15 @@ class HySANConfig(FairseqDataclass):
 GLOBAL_ONLY = [Branch("global")]  # fairseq's own attention: the stack keeps its layers
 
 
+def share_masks(stack):
+    """One MaskMemo for the hybrid attentions of a stack: fairseq hands every layer the same
+    padding mask and attn_mask, so the masks are combined once per forward, not per layer."""
+    memo = MaskMemo()
+    for module in stack.modules():
+        if isinstance(module, HybridMultiheadAttention):
+            module.mask_memo = memo
+
+
 class HySANTransformerEncoder(TransformerEncoderBase):
     def __init__(self, cfg, dictionary, embed_tokens, return_fc=False):
         super().__init__(cfg, dictionary, embed_tokens, return_fc=return_fc)
@@ -67,6 +81,7 @@ class HySANTransformerEncoder(TransformerEncoderBase):
             self.hysan_layer_ids = parse_layers(cfg.hysan_encoder_layers, len(self.layers), "--hysan-encoder-layers")
         for i in self.hysan_layer_ids:
             self.layers[i] = wrap_layer(cfg, HySANEncoderLayer(cfg, branches, return_fc=self.return_fc))
+        share_masks(self)
 
 
 class HySANTransformerDecoder(TransformerDecoderBase):
@@ -79,6 +94,7 @@ class HySANTransformerDecoder(TransformerDecoderBase):
             self.hysan_layer_ids = parse_layers(cfg.hysan_decoder_layers, len(self.layers), "--hysan-decoder-layers")
         for i in self.hysan_layer_ids:
             self.layers[i] = wrap_layer(cfg, HySANDecoderLayer(cfg, branches, no_encoder_attn))
+        share_masks(self)
 
 
 @register_model("hysan_transformer")

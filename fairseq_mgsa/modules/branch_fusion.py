@@ -5,22 +5,29 @@
     gate:    f = sum_i SG_i(O_i) * O_i                       "gated sum", elementwise
     SG(x) = sigmoid(f2(ReLU(f1(x)))),  f1: Linear(d -> max(1, d/r)), f2: back to d   (eq. 13)
 
-Each branch has its own squeeze gate SG_i unless `shared` (one SG per layer).
+Each branch has its own squeeze gate SG_i unless `shared` (one SG per layer). The gates'
+weights are kept stacked (f1_weight: g x d/r x d, ...), so that all branches go through one
+batched product per layer of the gate instead of one small product per branch: on a GPU,
+where a training step at base size is bound by the number of kernels it launches, that
+loop cost more than the gates' arithmetic. Checkpoints of the earlier per-branch layout
+(gates.<i>.f1.weight, ...) load into the stacked one.
 """
-
-from typing import List
 
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 from torch import Tensor
 
 from ..errors import MGSAError
 
 FUSIONS = ("add", "concat", "gate")
+GATE_PARAMETERS = {"f1_weight": ("f1", "weight"), "f1_bias": ("f1", "bias"),
+                   "f2_weight": ("f2", "weight"), "f2_bias": ("f2", "bias")}
 
 
 class SqueezeGate(nn.Module):
-    """SG(x) = sigmoid(f2(ReLU(f1(x)))): squeeze d -> d/r, restore d/r -> d, gate in (0, 1)."""
+    """SG(x) = sigmoid(f2(ReLU(f1(x)))): squeeze d -> d/r, restore d/r -> d, gate in (0, 1).
+    One gate on its own; BranchFusion keeps the gates of a layer stacked."""
 
     def __init__(self, dim: int, reduction: int):
         super().__init__()
@@ -49,21 +56,41 @@ class BranchFusion(nn.Module):
             nn.init.xavier_uniform_(self.reduce.weight)
             nn.init.zeros_(self.reduce.bias)
         elif fusion == "gate":
-            self.gates = nn.ModuleList(
-                [SqueezeGate(dim, gate_reduction) for _ in range(1 if gate_shared else num_branches)])
+            # initialised as separate gates were (nn.Linear's initialisation, in the same order)
+            gates = [SqueezeGate(dim, gate_reduction) for _ in range(1 if gate_shared else num_branches)]
+            for name, (layer, p) in GATE_PARAMETERS.items():
+                stacked = torch.stack([getattr(getattr(g, layer), p).detach() for g in gates])
+                self.register_parameter(name, nn.Parameter(stacked))
 
-    def forward(self, outputs: List[Tensor]) -> Tensor:
-        """outputs: l tensors T x B x d (each branch's concatenated heads) -> T x B x d."""
-        assert len(outputs) == self.num_branches
+    @property
+    def num_gates(self) -> int:
+        return self.f1_weight.size(0) if self.kind == "gate" else 0
+
+    def forward(self, outputs: Tensor) -> Tensor:
+        """outputs: l x T x B x d, each branch's concatenated heads -> T x B x d."""
+        branches, tgt_len, bsz, dim = outputs.shape
+        assert branches == self.num_branches
         if self.kind == "add":
-            return torch.stack(outputs).sum(0) if len(outputs) > 1 else outputs[0]
+            return outputs.sum(0)
         if self.kind == "concat":
-            return self.reduce(torch.cat(outputs, dim=-1))
-        fused = None
-        for i, o in enumerate(outputs):
-            gated = self.gates[i % len(self.gates)](o) * o
-            fused = gated if fused is None else fused + gated
-        return fused
+            return self.reduce(outputs.permute(1, 2, 0, 3).reshape(tgt_len, bsz, branches * dim))
+        x = outputs.reshape(branches, tgt_len * bsz, dim)
+        if self.num_gates == 1:  # shared: one product over every branch's rows
+            hidden = torch.relu(F.linear(x, self.f1_weight[0], self.f1_bias[0]))
+            gates = torch.sigmoid(F.linear(hidden, self.f2_weight[0], self.f2_bias[0]))
+        else:  # one batched product over the branches, each with its own gate
+            hidden = torch.relu(torch.baddbmm(self.f1_bias.unsqueeze(1), x, self.f1_weight.transpose(1, 2)))
+            gates = torch.sigmoid(torch.baddbmm(self.f2_bias.unsqueeze(1), hidden, self.f2_weight.transpose(1, 2)))
+        return (gates * x).sum(0).view(tgt_len, bsz, dim)
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        # the earlier layout, one SqueezeGate module per branch: gates.<i>.f1.weight, ...
+        if self.kind == "gate" and f"{prefix}gates.0.f1.weight" in state_dict:
+            for name, (layer, p) in GATE_PARAMETERS.items():
+                old = [f"{prefix}gates.{i}.{layer}.{p}" for i in range(self.num_gates)]
+                if all(k in state_dict for k in old):
+                    state_dict[prefix + name] = torch.stack([state_dict.pop(k) for k in old])
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     def extra_repr(self) -> str:
-        return f"{self.kind}, branches={self.num_branches}"
+        return f"{self.kind}, branches={self.num_branches}" + (f", gates={self.num_gates}" if self.kind == "gate" else "")

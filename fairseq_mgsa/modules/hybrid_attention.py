@@ -14,10 +14,23 @@ Branches (query position i, key position j; "allowed" keys):
     backward      j >= i   (j > i with exclude_self)       encoder only
     localK        |i - j| <= K in the encoder, i - K <= j <= i in the decoder
 
-All branches go through one softmax over E with the masks stacked (B*H x l x T x S) and one
-product with V. In training, that part and the fusion are recomputed in the backward pass
-(torch.utils.checkpoint) rather than kept: only E and the masks stay for it, so the peak
-memory is about the baseline's; the price is running that part's forward twice.
+In training and in any full forward (no incremental state, no attention weights asked
+for), the branches run as one call of torch's fused attention
+(F.scaled_dot_product_attention): the query rows are repeated once per branch (B x H x l*T x
+d_k) against the shared K and V, with the branches' masks stacked along the rows, so each
+branch's scores are E plus its mask as above, and nothing of size T x S is kept for the
+backward pass. E is then formed once per branch inside the kernel rather than once per layer
+(l - 1 more Q K^T products, under 1% of a base model's FLOPs), in exchange for far fewer
+operations than a softmax, a product and their backward per branch: at base size a step on
+a GPU is bound by the number of operations, not by arithmetic. Incremental decoding and a
+call that asks for the weights keep the explicit form: fairseq's scores E (B*H x T x S), one
+softmax over E with the stacked masks (B*H x l x T x S), one product with V.
+
+The masks depend only on the branches and the lengths: they are built once per shape and
+device (stacked_masks), and their combination with the key padding and fairseq's attn_mask
+once per forward of a stack (the encoder's or decoder's layers share a MaskMemo: fairseq
+hands every layer the same padding and attn_mask tensors). Nothing on the way waits for the
+device: no decision depends on a tensor's values.
 
 Blocked keys get a large finite negative value instead of -inf (the paper's -inf, made
 finite like fairseq's encoder does for attn_mask): fairseq's key padding stays -inf, so a
@@ -26,15 +39,16 @@ window beside padding) still has finite entries and never turns into NaN, which 
 otherwise reach every real position through P @ V (0 * NaN = NaN).
 """
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
 import torch
+import torch.nn.functional as F
 from fairseq import utils
 from fairseq.modules import MultiheadAttention
 from torch import Tensor
-from torch.utils.checkpoint import checkpoint
 
 from ..errors import MGSAError
 from .branch_fusion import BranchFusion
@@ -108,6 +122,49 @@ def blocked_value(dtype: torch.dtype) -> float:
     return -1e4 if dtype == torch.float16 else -1e8
 
 
+@functools.lru_cache(maxsize=32)  # a few training lengths; decoding steps pass through
+def stacked_masks(branches: Tuple[Branch, ...], tgt_len: int, src_len: int, causal: bool, exclude_self: bool,
+                  dtype: torch.dtype, device: torch.device) -> Tuple[Tensor, Tensor, Optional[Tensor]]:
+    """(M: l x T x S additive masks in dtype, zeros for a global branch; allowed: l x T x S
+    bool; keep_all: l x 1 bool, True for the branches that are not strict directional, None
+    without strict ones). Cached per shape and device: callers must not change them in place."""
+    # normal tensors even when first asked for under torch.inference_mode
+    with torch.inference_mode(False), torch.no_grad():
+        allowed = torch.ones(len(branches), tgt_len, src_len, dtype=torch.bool, device=device)
+        for i, branch in enumerate(branches):
+            a = allowed_keys(branch, tgt_len, src_len, causal, exclude_self, device)
+            if a is not None:
+                allowed[i] = a
+        masks = torch.zeros(allowed.shape, dtype=dtype, device=device).masked_fill_(~allowed, blocked_value(dtype))
+        strict = [exclude_self and b.kind in ("forward", "backward") for b in branches]
+        keep_all = torch.tensor([[not s] for s in strict], device=device) if any(strict) else None
+    return masks, allowed, keep_all
+
+
+class MaskMemo:
+    """The last value built from (shapes, key padding mask, attn_mask), reused while the same
+    tensors come again unchanged: the same memory, shape and strides, not written to since.
+    fairseq passes every layer of a stack the same padding mask and the same attn_mask (the
+    decoder slices its buffered causal mask anew for each layer, a view of the same memory),
+    so the first layer builds and the others reuse. Holds references to the tensors so that
+    their memory cannot be reused for others."""
+
+    def __init__(self):
+        self.inputs, self.signature, self.value = (), None, None
+
+    @staticmethod
+    def identity(t: Optional[Tensor]):
+        if t is None:
+            return None
+        return t.data_ptr(), t.shape, t.stride(), t.dtype, t.device, t._version
+
+    def get(self, key: tuple, tensors: Tuple[Optional[Tensor], ...], build):
+        signature = (key, tuple(self.identity(t) for t in tensors))
+        if signature != self.signature:
+            self.inputs, self.signature, self.value = tensors, signature, build()
+        return self.value
+
+
 class HybridMultiheadAttention(MultiheadAttention):
     """Self-attention with HySAN branches over one score matrix, fused before W_O.
 
@@ -126,37 +183,33 @@ class HybridMultiheadAttention(MultiheadAttention):
         self.causal = causal
         self.exclude_self = exclude_self
         self.fusion = BranchFusion(fusion, len(branches), embed_dim, gate_reduction, gate_shared)
+        # shared by the layers of a stack (models/hysan_transformer.py)
+        self.mask_memo = MaskMemo()
+        # recompute the fused branches in the backward pass instead of keeping their outputs
+        # (torch's activation checkpointing): less memory, the branches' forward run twice
+        self.recompute = False
         # fairseq takes its fast path (F.multi_head_attention_forward), which ignores
         # before_softmax, whenever incremental_state is None; this flag turns that path off
         # (and an embed_dim assertion the projections' shapes make anyway).
         self._set_skip_embed_dim_check()
 
-    def branch_masks(self, tgt_len: int, src_len: int, like: Tensor) -> Tuple[Tensor, Optional[Tensor]]:
-        """(M: l x T x S additive masks in like's dtype, all zeros for a global branch;
-        allowed: l x T x S bool, None when every branch is global)."""
-        masks = torch.zeros(len(self.branches), tgt_len, src_len, dtype=like.dtype, device=like.device)
-        allowed = torch.ones(masks.shape, dtype=torch.bool, device=like.device)
-        for i, branch in enumerate(self.branches):
-            a = allowed_keys(branch, tgt_len, src_len, self.causal, self.exclude_self, like.device)
-            if a is not None:
-                allowed[i] = a
-                masks[i].masked_fill_(~a, blocked_value(like.dtype))
-        return masks, (None if allowed.all() else allowed)
+    def branch_masks(self, tgt_len: int, src_len: int, like: Tensor) -> Tuple[Tensor, Tensor, Optional[Tensor]]:
+        """stacked_masks for this module's branches, in like's dtype and on its device."""
+        return stacked_masks(tuple(self.branches), tgt_len, src_len, self.causal, self.exclude_self, like.dtype,
+                             like.device)
 
-    def branch_keep(self, allowed: Optional[Tensor], key_padding_mask: Optional[Tensor],
-                    bsz: int) -> Optional[Tensor]:
+    def branch_keep(self, allowed: Tensor, keep_all: Optional[Tensor], key_padding_mask: Optional[Tensor],
+                    bsz: int, dtype: torch.dtype) -> Optional[Tensor]:
         """B x 1 x l x T x 1: 0 where a strict directional branch has no key at all (the first
-        token forward, the last backward), so that branch contributes nothing there; None
-        without strict directional branches."""
-        strict = [self.exclude_self and b.kind in ("forward", "backward") for b in self.branches]
-        if not any(strict):
+        token forward, the last backward, beside padding), so that branch contributes nothing
+        there; None without strict directional branches."""
+        if keep_all is None:
             return None
-        real = allowed.unsqueeze(1)  # l x 1 x T x S
+        real = allowed.unsqueeze(0)  # 1 x l x T x S
         if key_padding_mask is not None:
-            real = real & ~key_padding_mask.bool()[None, :, None, :]  # l x B x T x S
-        has_key = real.any(-1)  # l x B x T (or l x 1 x T)
-        has_key[[i for i, s in enumerate(strict) if not s]] = True
-        return has_key.expand(-1, bsz, -1).transpose(0, 1).to(self.out_proj.weight.dtype)[:, None, :, :, None]
+            real = real & ~key_padding_mask.bool()[:, None, None, :]  # B x l x T x S
+        has_key = real.any(-1) | keep_all  # B x l x T (or 1 x l x T)
+        return has_key.expand(bsz, -1, -1).to(dtype)[:, None, :, :, None]
 
     def attend(self, logits: Tensor, v: Tensor, masks: Tensor, keep: Optional[Tensor]) -> Tuple[Tensor, Tensor]:
         """All branches at once: one softmax over the scores with the stacked masks, one
@@ -175,7 +228,63 @@ class HybridMultiheadAttention(MultiheadAttention):
             o = o * keep
         # l x T x B x C (heads concatenated), one O_i per branch
         outputs = o.permute(2, 3, 0, 1, 4).reshape(branches, tgt_len, bsz, self.num_heads * head_dim)
-        return self.fusion(list(outputs.unbind(0))), probs_float
+        return self.fusion(outputs), probs_float
+
+    def fused_masks(self, key_padding_mask: Optional[Tensor], attn_mask: Optional[Tensor], tgt_len: int,
+                    bsz: int, like: Tensor) -> Tuple[Tensor, Optional[Tensor]]:
+        """The fused path's (B|1 x 1 x l*T x S additive mask, keep of branch_keep), memoised
+        for the layers of a stack."""
+        def build():
+            masks, allowed, keep_all = self.branch_masks(tgt_len, tgt_len, like)
+            if attn_mask is not None:
+                masks = masks + self.finite_attn_mask(attn_mask, like.dtype)
+            mask = masks.view(1, 1, -1, tgt_len)
+            if key_padding_mask is not None:
+                mask = mask.masked_fill(key_padding_mask.bool().view(bsz, 1, 1, tgt_len), float("-inf"))
+            return mask, self.branch_keep(allowed, keep_all, key_padding_mask, bsz, like.dtype)
+        key = (tuple(self.branches), self.causal, self.exclude_self, tgt_len, bsz, like.dtype, like.device)
+        return self.mask_memo.get(key, (key_padding_mask, attn_mask), build)
+
+    @staticmethod
+    def finite_attn_mask(attn_mask: Tensor, dtype: torch.dtype) -> Tensor:
+        """attn_mask (bool True = blocked, or additive) as finite additive values in dtype, like
+        the branch masks: a left-padded target would otherwise leave a padding query with only
+        -inf entries (the causal mask and padding)."""
+        if attn_mask.dtype == torch.bool:
+            return torch.zeros(attn_mask.shape, dtype=dtype, device=attn_mask.device).masked_fill(
+                attn_mask, blocked_value(dtype))
+        return attn_mask.to(dtype).clamp(min=blocked_value(dtype))
+
+    def fused_branches(self, query: Tensor, key_padding_mask: Optional[Tensor],
+                       attn_mask: Optional[Tensor]) -> Tensor:
+        """All branches in one call of torch's fused attention (see the module's docstring);
+        returns f(O_1, ..., O_l) W_O, T x B x C."""
+        tgt_len, bsz, embed_dim = query.size()
+        heads, head_dim, branches = self.num_heads, self.head_dim, len(self.branches)
+
+        def heads_first(x):  # T x B x C -> B x H x T x d_k
+            return x.view(tgt_len, bsz, heads, head_dim).permute(1, 2, 0, 3)
+
+        q, k, v = heads_first(self.q_proj(query)), heads_first(self.k_proj(query)), heads_first(self.v_proj(query))
+        mask, keep = self.fused_masks(key_padding_mask, attn_mask, tgt_len, bsz, q)
+        dropout = self.dropout_module.p if (self.training or self.dropout_module.apply_during_inference) else 0.0
+
+        def branches_fused(q, k, v):
+            # each branch a block of query rows: B x H x l*T x d_k, its mask on its rows
+            rows = q.unsqueeze(2).expand(-1, -1, branches, -1, -1).reshape(bsz, heads, branches * tgt_len, head_dim)
+            o = F.scaled_dot_product_attention(rows, k, v, attn_mask=mask, dropout_p=dropout, scale=self.scaling)
+            o = o.view(bsz, heads, branches, tgt_len, head_dim)
+            if keep is not None:
+                o = o * keep
+            # l x T x B x C (heads concatenated), one O_i per branch
+            return self.fusion(o.permute(2, 3, 0, 1, 4).reshape(branches, tgt_len, bsz, embed_dim))
+
+        if self.recompute and torch.is_grad_enabled() and q.requires_grad:
+            from torch.utils.checkpoint import checkpoint
+            fused = checkpoint(branches_fused, q, k, v, use_reentrant=False)
+        else:
+            fused = branches_fused(q, k, v)
+        return self.out_proj(fused)
 
     def forward(
         self,
@@ -194,33 +303,21 @@ class HybridMultiheadAttention(MultiheadAttention):
         and, if asked, the global branch's attention weights (the first branch's without one)."""
         if before_softmax or static_kv:
             raise ValueError("HybridMultiheadAttention is self-attention; before_softmax/static_kv are not supported")
+        want_weights = need_weights or need_head_weights
+        keep_branches = getattr(self, "keep_branch_weights", False)
+        if incremental_state is None and not (want_weights or keep_branches or self.onnx_trace):
+            return self.fused_branches(query, key_padding_mask, attn_mask), None
         tgt_len, bsz, embed_dim = query.size()
         if attn_mask is not None:
-            # finite, like the branch masks: a left-padded target would otherwise leave a
-            # padding query with only -inf entries (the causal mask and padding)
-            if attn_mask.dtype == torch.bool:
-                attn_mask = torch.zeros(attn_mask.shape, dtype=query.dtype, device=query.device).masked_fill(
-                    attn_mask, float("-inf"))
-            attn_mask = attn_mask.clamp(min=blocked_value(attn_mask.dtype))
+            attn_mask = self.finite_attn_mask(attn_mask, query.dtype)
         # E (scaled, attn_mask added, padded keys -inf): B*H x T x S; V: B*H x S x d_k
         logits, v = super().forward(query, key, value, key_padding_mask=key_padding_mask,
                                     incremental_state=incremental_state, need_weights=False,
                                     attn_mask=attn_mask, before_softmax=True)
         src_len = logits.size(-1)
-        masks, allowed = self.branch_masks(tgt_len, src_len, logits)
-        keep = self.branch_keep(allowed, key_padding_mask, bsz)
-        want_weights = need_weights or need_head_weights
-        keep_branches = getattr(self, "keep_branch_weights", False)
-        if not (want_weights or keep_branches) and torch.is_grad_enabled() and (logits.requires_grad or v.requires_grad):
-            # Recomputed in the backward pass instead of kept (torch's activation checkpointing,
-            # which replays the dropout's random state): otherwise each branch would keep its
-            # probabilities, its output O_i and its gate's activations for the backward pass,
-            # 1.27-1.33x the baseline's peak training memory at base size; this keeps E
-            # (B*H x T x S) and the masks, the branches' work is done twice.
-            fused = checkpoint(lambda *t: self.attend(*t)[0], logits, v, masks, keep, use_reentrant=False)
-            probs = None
-        else:
-            fused, probs = self.attend(logits, v, masks, keep)
+        masks, allowed, keep_all = self.branch_masks(tgt_len, src_len, logits)
+        keep = self.branch_keep(allowed, keep_all, key_padding_mask, bsz, self.out_proj.weight.dtype)
+        fused, probs = self.attend(logits, v, masks, keep)
         attn = self.out_proj(fused)  # T x B x C
 
         if keep_branches:

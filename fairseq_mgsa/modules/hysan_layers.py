@@ -17,10 +17,13 @@ from .hybrid_attention import Branch, HybridMultiheadAttention
 
 def hybrid_attention(layer, cfg, embed_dim: int, heads: int, branches: List[Branch],
                      causal: bool) -> HybridMultiheadAttention:
-    return HybridMultiheadAttention(
+    attention = HybridMultiheadAttention(
         embed_dim, heads, branches, fusion=cfg.hysan_fusion, gate_reduction=cfg.hysan_gate_reduction,
         gate_shared=cfg.hysan_gate_shared, causal=causal, exclude_self=cfg.hysan_directional_exclude_self,
         dropout=cfg.attention_dropout, q_noise=layer.quant_noise, qn_block_size=layer.quant_noise_block_size)
+    # absent from the configurations of checkpoints written before the option existed
+    attention.recompute = bool(getattr(cfg, "hysan_recompute", False))
+    return attention
 
 
 class HySANEncoderLayer(TransformerEncoderLayerBase):

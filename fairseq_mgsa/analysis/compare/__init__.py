@@ -4,6 +4,8 @@ One module per kind of analysis, as compare-mt keeps them:
 
     runs.py      reading a user's files: hypotheses (plain or fairseq-generate's output),
                  run directories and their fairseq-train logs (speed, validation, where it stopped)
+    refs.py      the references, one or several per sentence: plain files, tab-separated,
+                 NIST/WMT SGML, WMT's XML
     trainlog.py  where and why a fairseq-train run stopped
     stopping.py  the stopping rule of the recipes and the demo: its fairseq-train options, and the
                  stopping record read back by trainlog.py
@@ -27,6 +29,7 @@ _EXPORTS = {
     "runs": ("Runs", "CompareError", "read_lines", "read_hyps", "read_params", "read_training_speed",
              "read_decoding_speed", "read_valid_curve", "read_stop", "read_system", "mean_or_none",
              "registry_label"),
+    "refs": ("Reference", "read_references"),
     "scoring": ("ALPHA", "MAX_ORDER", "mean_sd", "verdict", "one_seed_range", "ngram_stats", "paired", "compare",
                 "subset"),
     "cli": ("quiet_other_libraries",),

@@ -6,8 +6,9 @@ sentences, in an HTML report (index.html, with its figures) in the output direct
 compare-mt works with the project's sacrebleu 2.x and Python 3.11, so these are its, not
 written again here. It reads whitespace tokens: on detokenized text, punctuation stays
 attached to words (`--hyp-name hyp.tok` with a tokenized reference gives Moses tokens).
-It scores the first seed of every system (its report compares single outputs), ignoring case
-with --lowercase (its own case_insensitive option).
+It scores the first seed of every system (its report compares single outputs) against one
+reference (it takes one: with several, mgsa-compare gives it the first and says so), ignoring
+case with --lowercase (its own case_insensitive option).
 
 Two things of compare-mt's HTML are set right here: its sentence-example report renders only
 its last comparison (its html_content restarts the page for every one), so every system gets
@@ -19,7 +20,7 @@ import contextlib
 import html
 import os
 from collections import Counter
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 
 def escape_tokens(report) -> None:
@@ -36,9 +37,11 @@ def escape_tokens(report) -> None:
         report.matches = [Counter({tuple(esc(k)): v for k, v in m.items()}) for m in report.matches]
 
 
-def write(systems: Dict, refs: List[str], baseline: str, out: str, lowercase: bool = False) -> str:
+def write(systems: Dict, refs: List[str], baseline: str, out: str, lowercase: bool = False,
+          which: Optional[str] = None) -> str:
     """compare-mt's report of `systems` (runs.Runs, first seed) against `baseline` into `out`;
-    its text report goes to out/report.txt. Returns the path of index.html."""
+    its text report goes to out/report.txt. `refs`: the one reference it reads; `which`: which
+    of several it is, said at the top of both reports. Returns the path of index.html."""
     from compare_mt import compare_mt_main as cmt
     from compare_mt import reporters
 
@@ -56,7 +59,10 @@ def write(systems: Dict, refs: List[str], baseline: str, out: str, lowercase: bo
         reporters.bar_colors = [palette[i % len(palette)] for i in range(len(names))]
     directions = ";".join(f"0-{i}" for i in range(1, len(names)))  # every system against the baseline
     os.makedirs(out, exist_ok=True)
+    said = f"One reference: {which}." if which else ""
     with open(os.path.join(out, "report.txt"), "w") as text, contextlib.redirect_stdout(text):
+        if said:
+            print(said + "\n")
         reports = [
             ("Word Accuracies", [cmt.generate_word_accuracy_report(ref, outs, bucket_type="freq",
                                                                    case_insensitive=lowercase)]),
@@ -78,5 +84,6 @@ def write(systems: Dict, refs: List[str], baseline: str, out: str, lowercase: bo
     for _, rs in reports:
         for r in rs:
             escape_tokens(r)
-    reporters.generate_html_report(reports, out, "mgsa-compare: compare-mt report")
+    title = "mgsa-compare: compare-mt report" + (f". {html.escape(said)}" if said else "")
+    reporters.generate_html_report(reports, out, title)
     return os.path.join(out, "index.html")

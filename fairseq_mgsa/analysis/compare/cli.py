@@ -3,6 +3,12 @@
     mgsa-compare --ref test.de --system transformer=run1/hyp.txt,run2/hyp.txt \\
                  --system mgsa_syntactic=results/mgsa_syntactic_seed1,results/mgsa_syntactic_seed2 --out compare/
 
+The references: --ref FILE (one a line; repeat it for each reference of the test set),
+--refs-tsv FILE (tab-separated, one field per reference), --refs-sgml FILE (NIST/WMT SGML,
+<refset><doc><seg>, every refset or sysid a reference; IWSLT's .xml too) or --refs-xml FILE
+(WMT's XML test sets since 2021, every <ref translator=...> a reference), in any mix; every
+score, test and verdict is taken with all of them (sacrebleu's multi-reference BLEU and chrF).
+
 Each --system is NAME=PATH[,PATH...], one PATH per training seed: a file of hypotheses (one
 a line, in the reference's order; or fairseq-generate's output, read by sentence id: its D-
 lines, else its H- lines) or a run directory as the recipes write it (results/RUN_NAME: its
@@ -42,11 +48,29 @@ def positive_samples(text: str) -> int:
     return n
 
 
+class AddReference(argparse.Action):
+    """--ref, --refs-tsv, --refs-sgml, --refs-xml: (kind, path) into one list, in the order given."""
+
+    def __call__(self, parser, namespace, value, option_string=None):
+        # a new list each time: argparse's default list is shared by every parse
+        setattr(namespace, self.dest, list(getattr(namespace, self.dest) or []) + [(self.const, value)])
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="mgsa-compare", description=__doc__.split("\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog="\n".join(__doc__.split("\n")[2:]))
-    p.add_argument("--ref", required=True, help="the reference translations, one a line")
+    refs = dict(dest="references", action=AddReference, default=[], metavar="FILE")
+    p.add_argument("--ref", const="plain", **refs,
+                   help="a reference translation, one a line (repeat for each reference of the test set)")
+    p.add_argument("--refs-tsv", const="tsv", **refs,
+                   help="references, one test sentence a line, one tab-separated field per reference "
+                        "(an empty field: none for that sentence)")
+    p.add_argument("--refs-sgml", const="sgml", **refs,
+                   help="NIST/WMT SGML references (<refset><doc docid=..><seg id=..>): every refset or doc "
+                        "sysid a reference")
+    p.add_argument("--refs-xml", const="xml", **refs,
+                   help="a WMT XML test set (<dataset><collection><doc>): every <ref translator=..> a reference")
     p.add_argument("--system", action="append", required=True, metavar="NAME=PATH[,PATH...]",
                    help="a system and its hypothesis files or run directories, one per training seed (repeat)")
     p.add_argument("--baseline", help="the system the others are compared with (default: the first --system)")
@@ -76,6 +100,8 @@ def check_arguments(a, p: argparse.ArgumentParser):
     from sacrebleu.metrics.bleu import _TOKENIZERS  # sacrebleu's own list of BLEU tokenizers
 
     from .runs import CompareError, split_spec
+    if not a.references:
+        p.error("the references: one of --ref, --refs-tsv, --refs-sgml, --refs-xml is required")
     if a.tokenize not in _TOKENIZERS:
         p.error(f"argument --tokenize: unknown tokenizer {a.tokenize!r} (sacrebleu's are: {', '.join(_TOKENIZERS)})")
     if os.path.exists(a.out) and not os.path.isdir(a.out):
@@ -105,21 +131,25 @@ def main(argv=None):
     # the packages of the later steps import, or one line and exit 2 (before reading any file)
     preflight.require("mgsa-compare", ["sacrebleu"] + ([] if a.no_compare_mt else ["compare"]) + ["plots"])
     from . import report
-    from .runs import CompareError, read_lines, read_system
+    from .refs import label, read_references
+    from .runs import CompareError, read_system
     from .scoring import compare
     try:
         check_arguments(a, p)
-        refs = read_lines(a.ref, "references")
-        if not refs:
-            raise CompareError(f"{a.ref}: empty (one reference a line expected)")
+        references = read_references(a.references)
+        refs = [r.lines for r in references]
         systems, notes = {}, []
         for spec in a.system:
-            s = read_system(spec, refs, a.ref, a.hyp_name, notes)
+            s = read_system(spec, len(refs[0]), label(references), a.hyp_name, notes)
             systems[s.name] = s
+        if len(references) > 1:
+            notes.insert(0, f"{len(references)} references, each with {len(refs[0])} sentences: "
+                            + ", ".join(r.name for r in references))
         for note in notes:
             print(f"[mgsa-compare] {note}", flush=True)
         baseline = a.baseline or next(iter(systems))
-        results = compare(systems, refs, baseline, a.bootstrap_samples, a.tokenize, a.lowercase, a.max_order)
+        results = compare(systems, refs, baseline, a.bootstrap_samples, a.tokenize, a.lowercase, a.max_order,
+                          ref_names=[r.name for r in references])
     except CompareError as e:
         p.exit(2, f"{p.prog}: error: {e}\n")
     paths = report.write_all(results, systems, refs, a.out, compare_mt=not a.no_compare_mt, lowercase=a.lowercase)

@@ -6,6 +6,8 @@ import os
 from typing import Dict, List
 
 from . import buckets, plots
+from .refs import one_for_each
+from .scoring import streams
 
 
 def fmt(x, spec=".2f", signed=False) -> str:
@@ -70,8 +72,9 @@ def rows(results: dict) -> List[List[str]]:
     valid = any(m.get("valid_curve") for m in models)
     runs = any(m.get("runs") for m in models)
     valid_bleu = any(r["best_valid_bleu"] is not None for m in models for r in m.get("runs") or [])
-    header = ["system", "seeds", "BLEU", "Δ BLEU", "p (BLEU)", "p per seed", "against the baseline",
-              "chrF", "Δ chrF", "p (chrF)", "exact match %", "params", "train speed ×", "decode speed ×"]
+    refs = n_refs_cell(results)
+    header = ["system", "seeds", "BLEU" + refs, "Δ BLEU", "p (BLEU)", "p per seed", "against the baseline",
+              "chrF" + refs, "Δ chrF", "p (chrF)", "exact match %", "params", "train speed ×", "decode speed ×"]
     header += ["valid NLL (bits)"] if valid else []
     header += (["stopped at", "best valid loss"] + (["best valid BLEU"] if valid_bleu else [])
                + ["train min", "cut by cap"]) if runs else []
@@ -133,16 +136,37 @@ def markdown(table: List[List[str]]) -> str:
                      + ["| " + " | ".join(r) + " |" for r in table[1:]])
 
 
+def n_refs_cell(results: dict) -> str:
+    """' (4 refs)' beside BLEU and chrF where the scores used several references."""
+    k = results.get("n_refs", 1)
+    return f" ({k} refs)" if k > 1 else ""
+
+
+def reference_notes(results: dict) -> str:
+    """How many references every figure used, which, and which one compare-mt's report used."""
+    k, names = results.get("n_refs", 1), results.get("references")
+    fewer = results.get("sentences_with_fewer_references") or 0
+    out = (f" {k} reference{'s' if k > 1 else ''}" + (f" ({', '.join(names)})" if names else "")
+           + (", every figure with all of them (sacrebleu's multi-reference BLEU and chrF)" if k > 1 else "")
+           + (f"; {fewer} sentences have fewer (a reference without that sentence)" if fewer else "") + ".")
+    used = results.get("compare_mt_reference")
+    if used:
+        out += f" compare-mt's report takes one reference: {used}."
+    return out
+
+
 def notes(results: dict) -> str:
     b = results["models"][results["baseline"]]
-    return (f"Baseline: {b['label']}. {results['test_sentences']} test sentences. BLEU and chrF: the mean "
+    return (f"Baseline: {b['label']}. {results['test_sentences']} test sentences." + reference_notes(results) +
+            f" BLEU and chrF: the mean "
             f"over seeds ± their sample sd (no sd with one seed). p: sacrebleu's paired bootstrap "
             f"({results['bootstrap_samples']} resamples, smallest possible p "
             f"{1 / (results['bootstrap_samples'] + 1):.4f}) on all seed pairs pooled, and on each seed pair (seed i "
             f"with the baseline's seed i). A system is ahead or behind only where p < {results['alpha']} and the "
             f"difference of the means exceeds the two seed sds added; a system with one seed against several (or "
             f"the other way) only where that seed's BLEU lies outside the other's seed range, whatever the one "
-            f"pair's p; with one seed on both sides the verdict rests on p alone and says so. Exact match: hypotheses equal to the reference"
+            f"pair's p; with one seed on both sides the verdict rests on p alone and says so. Exact match: hypotheses equal to "
+            f"{'one of the references' if results.get('n_refs', 1) > 1 else 'the reference'}"
             f"{' but for case (--lowercase, as BLEU and chrF)' if results.get('lowercase') else ''}. Speeds are relative to the baseline (fairseq-train's updates "
             f"per wall-clock second, fairseq-generate's sentences/s)." + unequal_notes(results) + run_notes(results))
 
@@ -216,9 +240,18 @@ def terminal_table(results: dict) -> str:
     return "\n".join(out)
 
 
-def write_all(results: dict, systems: Dict, refs: List[str], out: str, compare_mt: bool = True,
+def write_all(results: dict, systems: Dict, refs, out: str, compare_mt: bool = True,
               lowercase: bool = False) -> List[str]:
-    """results.json, results.md, the plots and (with compare_mt) compare-mt/index.html in `out`."""
+    """results.json, results.md, the plots and (with compare_mt) compare-mt/index.html in `out`.
+    `refs` as scoring.compare takes them: one reference, or a list of several; compare-mt reads
+    one, the first (results["compare_mt_reference"] says which)."""
+    if compare_mt:
+        ref, elsewhere = one_for_each(streams(refs))
+        if results.get("n_refs", 1) > 1:
+            first = (results.get("references") or ["reference 1"])[0]
+            results["compare_mt_reference"] = (
+                f"the first, {first}" + (f" (for the {elsewhere} sentences it lacks, each one's first reference)"
+                                         if elsewhere else ""))
     os.makedirs(out, exist_ok=True)
     paths = [os.path.join(out, f) for f in ("results.json", "results.md", "bleu_by_ngram_order.png")]
     with open(paths[0], "w") as f:
@@ -230,5 +263,6 @@ def write_all(results: dict, systems: Dict, refs: List[str], out: str, compare_m
         paths.append(os.path.join(out, "valid_loss.png"))
         plots.plot_valid_curves(results, paths[-1])
     if compare_mt:
-        paths.append(buckets.write(systems, refs, results["baseline"], os.path.join(out, "compare-mt"), lowercase))
+        paths.append(buckets.write(systems, ref, results["baseline"], os.path.join(out, "compare-mt"), lowercase,
+                                   results.get("compare_mt_reference")))
     return paths

@@ -39,12 +39,8 @@ class Runs:
 
 # --- text files -------------------------------------------------------------------------------
 
-def read_lines(path: str, what: str = "hypotheses") -> List[str]:
-    """The lines of `path` (no line dropped; a last line without newline counts), UTF-8. Lines end
-    at "\\n", "\\r\\n" or "\\r" (universal newlines) and a byte order mark at the start is not
-    text: a file saved with Windows line ends or a BOM gives the lines of the plain file, and so
-    the same exact matches (sacrebleu's command line, which 08_score.sh uses, likewise drops each
-    line's trailing "\\r")."""
+def read_utf8(path: str, what: str) -> str:
+    """The text of `path`, UTF-8, without a byte order mark; or one line saying where it is not."""
     if not os.path.isfile(path):
         raise CompareError(f"{path}: no such file ({what} expected)")
     with open(path, "rb") as f:
@@ -55,8 +51,16 @@ def read_lines(path: str, what: str = "hypotheses") -> List[str]:
         start = data.rfind(b"\n", 0, e.start) + 1  # of the line
         raise CompareError(str(not_utf8(data[start:e.end], e.start - start, path,
                                         data.count(b"\n", 0, e.start) + 1))) from None
-    if text.startswith("\ufeff"):
-        text = text[1:]
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def read_lines(path: str, what: str = "hypotheses") -> List[str]:
+    """The lines of `path` (no line dropped; a last line without newline counts), UTF-8. Lines end
+    at "\\n", "\\r\\n" or "\\r" (universal newlines) and a byte order mark at the start is not
+    text: a file saved with Windows line ends or a BOM gives the lines of the plain file, and so
+    the same exact matches (sacrebleu's command line, which 08_score.sh uses, likewise drops each
+    line's trailing "\\r")."""
+    text = read_utf8(path, what)
     # universal newlines, as open() gives them; not str.splitlines, which would also split on
     # form feeds and other separators
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
@@ -174,8 +178,9 @@ def split_spec(spec: str) -> Tuple[str, List[str]]:
     return name, paths.split(",")
 
 
-def read_system(spec: str, refs: List[str], ref_path: str, hyp_name: str, notes: Optional[List[str]] = None) -> Runs:
-    """NAME=PATH[,PATH...] -> Runs; a directory PATH is a recipe's run directory. How a file was
+def read_system(spec: str, n_refs: int, ref_path: str, hyp_name: str, notes: Optional[List[str]] = None) -> Runs:
+    """NAME=PATH[,PATH...] -> Runs, for a test set of `n_refs` sentences whose reference(s)
+    messages call `ref_path`; a directory PATH is a recipe's run directory. How a file was
     read, when it was fairseq's output, is appended to `notes`."""
     name, paths = split_spec(spec)
     hyps, params, train_speed, decode_speed, curve, stops = [], [], [], [], None, []
@@ -199,7 +204,7 @@ def read_system(spec: str, refs: List[str], ref_path: str, hyp_name: str, notes:
                     break
         else:
             hyp_file = path
-        seed_hyps, note = read_hyps(hyp_file, len(refs), ref_path)
+        seed_hyps, note = read_hyps(hyp_file, n_refs, ref_path)
         hyps.append(seed_hyps)
         if note and notes is not None:
             notes.append(note)

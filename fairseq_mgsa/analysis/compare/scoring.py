@@ -1,6 +1,7 @@
 """mgsa-compare's scores: sacrebleu's BLEU and chrF, and its paired bootstrap resampling
 (`sacrebleu --paired-bs`) against the baseline, on each seed pair and on all seed pairs pooled;
-the verdict; exact match; BLEU by n-gram order (the paper's Figure 2).
+the verdict; exact match; BLEU by n-gram order (the paper's Figure 2). Every figure is taken
+with all the references of the test set, by sacrebleu's own multi-reference scoring.
 
 Seeds are paired: seed i of a system with seed i of the baseline, for the seeds both have
 (k = the smaller of the two counts). Δ, p and the verdict are all taken on those k pairs, so
@@ -13,7 +14,7 @@ resamples x sentences x statistics at once (chrF, 3 seed pairs of 3,000 sentence
 """
 
 import math
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from sacrebleu.metrics import BLEU, CHRF
 from sacrebleu.significance import PairedTest
@@ -22,6 +23,17 @@ from .runs import CompareError, Runs
 
 ALPHA = 0.05
 MAX_ORDER = 8  # n-gram orders 1..8, as the paper's Figure 2
+
+# One reference (a line per sentence), or several (a list of them, each in sentence order; None
+# where a reference has nothing for a sentence): sacrebleu's own multi-reference scoring takes them.
+References = Union[List[str], List[List[Optional[str]]]]
+
+
+def streams(refs: References) -> List[List[Optional[str]]]:
+    """The references as sacrebleu takes them: a list of references, each a line per sentence."""
+    if refs and not isinstance(refs[0], str) and refs[0] is not None:
+        return [list(r) for r in refs]
+    return [list(refs)]
 
 
 def mean_sd(values: List[float]) -> Tuple[float, Optional[float]]:
@@ -70,34 +82,44 @@ def one_seed_range(system: List[float], baseline: List[float]) -> Optional[Tuple
     return whose, low, high, low <= round(one, 2) <= high
 
 
-def ngram_stats(hyps: List[str], refs: List[str], tokenize: str, lowercase: bool, max_order: int):
+def ngram_stats(hyps: List[str], refs: References, tokenize: str, lowercase: bool, max_order: int):
     """Per order 1..max_order: the modified n-gram precision p_n (clipped matches / hypothesis
-    n-grams, unsmoothed) and cumulative BLEU-n, both from sacrebleu's statistics."""
-    score = BLEU(max_ngram_order=max_order, tokenize=tokenize, lowercase=lowercase, force=True).corpus_score(hyps, [refs])
+    n-grams, unsmoothed; with several references clipped by each n-gram's most in any one of
+    them) and cumulative BLEU-n, both from sacrebleu's statistics."""
+    refs = streams(refs)
+    score = BLEU(max_ngram_order=max_order, tokenize=tokenize, lowercase=lowercase, force=True).corpus_score(hyps, refs)
     precision = [100.0 * c / t if t else 0.0 for c, t in zip(score.counts, score.totals)]
-    bleu_n = [BLEU(max_ngram_order=n, tokenize=tokenize, lowercase=lowercase, force=True).corpus_score(hyps, [refs]).score
+    bleu_n = [BLEU(max_ngram_order=n, tokenize=tokenize, lowercase=lowercase, force=True).corpus_score(hyps, refs).score
               for n in range(1, max_order + 1)]
     return precision, bleu_n
 
 
-def paired(named_hyps: List[Tuple[str, List[str]]], refs: List[str], metrics: dict, samples: int):
-    """sacrebleu's paired bootstrap of every system against the first: {name: (BLEU, chrF) results}."""
-    test = PairedTest(named_hyps, metrics, [refs], test_type="bs", n_samples=samples)
+def paired(named_hyps: List[Tuple[str, List[str]]], refs: References, metrics: dict, samples: int):
+    """sacrebleu's paired bootstrap of every system against the first, with all the references:
+    {name: (BLEU, chrF) results}."""
+    test = PairedTest(named_hyps, metrics, streams(refs), test_type="bs", n_samples=samples)
     signatures, table = test()
     rows = [table[k] for k in table if k != "System"]  # sacrebleu names chrF "chrF2"
     return signatures, {name: tuple(r[i] for r in rows) for i, (name, _) in enumerate(named_hyps)}
 
 
-def exact_match(hyps: List[List[str]], refs: List[str], lowercase: bool) -> float:
-    """% of hypotheses equal to their reference (case-insensitive with lowercase, as the scores)."""
-    same = (lambda h, r: h.lower() == r.lower()) if lowercase else (lambda h, r: h == r)  # noqa: E731
-    return round(100.0 * sum(same(h, r) for seed in hyps for h, r in zip(seed, refs)) / (len(refs) * len(hyps)), 1)
+def exact_match(hyps: List[List[str]], refs: References, lowercase: bool) -> float:
+    """% of hypotheses equal to one of their references (case-insensitive with lowercase, as the
+    scores)."""
+    fold = (lambda x: x.lower()) if lowercase else (lambda x: x)  # noqa: E731
+    each = [{fold(r) for r in sentence if r is not None} for sentence in zip(*streams(refs))]
+    return round(100.0 * sum(fold(h) in rs for seed in hyps for h, rs in zip(seed, each)) / (len(each) * len(hyps)), 1)
 
 
-def compare(systems: Dict[str, Runs], refs: List[str], baseline: str, bootstrap_samples: int = 1000,
-            tokenize: str = "13a", lowercase: bool = False, max_order: int = MAX_ORDER) -> dict:
+def compare(systems: Dict[str, Runs], refs: References, baseline: str, bootstrap_samples: int = 1000,
+            tokenize: str = "13a", lowercase: bool = False, max_order: int = MAX_ORDER,
+            ref_names: Optional[Sequence[str]] = None) -> dict:
     """Every system against `baseline`: scores per seed, mean and sd, paired bootstrap per seed
-    pair and pooled over the pairs, verdict, exact match, n-gram orders, parameters and speed."""
+    pair and pooled over the pairs, verdict, exact match, n-gram orders, parameters and speed;
+    every figure with all the references (`refs`: one, or a list of several; `ref_names`
+    what to call them in the report)."""
+    refs = streams(refs)
+    sentences = len(refs[0])
     if baseline not in systems:
         raise CompareError(f"--baseline {baseline} names no --system (the systems: {', '.join(systems)})")
     if bootstrap_samples < 1:
@@ -115,12 +137,12 @@ def compare(systems: Dict[str, Runs], refs: List[str], baseline: str, bootstrap_
     pooled = {}
     for n, k in pairs.items():
         named = [(baseline, sum(base.hyps[:k], [])), (n, sum(systems[n].hyps[:k], []))]
-        pooled[n] = paired(named, refs * k, metrics, bootstrap_samples)[1][n] if k > 1 else per_seed[0][n]
+        pooled[n] = paired(named, [r * k for r in refs], metrics, bootstrap_samples)[1][n] if k > 1 else per_seed[0][n]
 
     models = {}
     for n, s in systems.items():
-        bleu = [metrics["BLEU"].corpus_score(h, [refs]).score for h in s.hyps]
-        chrf = [metrics["chrF"].corpus_score(h, [refs]).score for h in s.hyps]
+        bleu = [metrics["BLEU"].corpus_score(h, refs).score for h in s.hyps]
+        chrf = [metrics["chrF"].corpus_score(h, refs).score for h in s.hyps]
         stats = [ngram_stats(h, refs, tokenize, lowercase, max_order) for h in s.hyps]
         (bleu_mean, bleu_sd), (chrf_mean, chrf_sd) = mean_sd(bleu), mean_sd(chrf)
         models[n] = {
@@ -164,18 +186,21 @@ def compare(systems: Dict[str, Runs], refs: List[str], baseline: str, bootstrap_
     if not signatures:  # the baseline alone: no test, the metrics' own signatures (after scoring)
         signatures = {name: metric.get_signature() for name, metric in metrics.items()}
     return {"baseline": baseline, "bootstrap_samples": bootstrap_samples, "alpha": ALPHA,
-            "test_sentences": len(refs), "max_order": max_order, "tokenize": tokenize, "lowercase": lowercase,
+            "test_sentences": sentences, "n_refs": len(refs), "references": list(ref_names) if ref_names else None,
+            "sentences_with_fewer_references": sum(any(r is None for r in s) for s in zip(*refs)),
+            "max_order": max_order, "tokenize": tokenize, "lowercase": lowercase,
             "signature": {name: str(sig) for name, sig in signatures.items()}, "models": models}
 
 
-def subset(systems: Dict[str, Runs], refs: List[str], lines: List[int], description: str, tokenize: str = "13a",
+def subset(systems: Dict[str, Runs], refs: References, lines: List[int], description: str, tokenize: str = "13a",
            lowercase: bool = False) -> dict:
     """BLEU (mean and sd over seeds) and exact match of every system on the test sentences at
     `lines` (1-based line numbers of the reference), for a table beside the whole test set's.
     No test against the baseline here: the main table's verdicts are on the whole test set."""
-    bad = [i for i in lines if not 1 <= i <= len(refs)]
+    refs = streams(refs)
+    bad = [i for i in lines if not 1 <= i <= len(refs[0])]
     if bad:
-        raise CompareError(f"subset {description!r}: line {bad[0]} is not a line of the {len(refs)} references")
+        raise CompareError(f"subset {description!r}: line {bad[0]} is not a line of the {len(refs[0])} references")
     picked = sorted(set(lines))
     pick = lambda xs: [xs[i - 1] for i in picked]  # noqa: E731
     bleu = BLEU(tokenize=tokenize, lowercase=lowercase, force=True)
@@ -184,10 +209,10 @@ def subset(systems: Dict[str, Runs], refs: List[str], lines: List[int], descript
         if not picked:  # nothing to score: no figures, not zeros
             models[n] = {"bleu": [], "bleu_mean": None, "bleu_sd": None, "exact_match": None}
             continue
-        scores = [bleu.corpus_score(pick(h), [pick(refs)]).score for h in s.hyps]
+        scores = [bleu.corpus_score(pick(h), [pick(r) for r in refs]).score for h in s.hyps]
         mean, sd = mean_sd(scores)
         models[n] = {"bleu": [round(x, 2) for x in scores], "bleu_mean": round(mean, 2),
                      "bleu_sd": None if sd is None else round(sd, 2),
-                     "exact_match": exact_match([pick(h) for h in s.hyps], pick(refs), lowercase)}
+                     "exact_match": exact_match([pick(h) for h in s.hyps], [pick(r) for r in refs], lowercase)}
     return {"description": description, "sentences": len(picked), "lines": picked, "models": models}
 

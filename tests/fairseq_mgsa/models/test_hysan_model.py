@@ -241,3 +241,45 @@ def test_hydra_config_builds_the_same_model():
     assert {k: v.shape for k, v in a.state_dict().items()} == {k: v.shape for k, v in b.state_dict().items()}
     assert [x.name for x in b.encoder.layers[0].self_attn.branches] == ["global", "local1"]
     assert b.encoder.layers[0].self_attn.fusion.kind == "concat"
+
+
+def test_masks_are_combined_once_per_stack_and_forward(model, monkeypatch):
+    """The encoder's and the decoder's hybrid layers share one MaskMemo: fairseq hands each of
+    a stack's layers the same padding mask and attn_mask, so a forward combines the masks once
+    per stack, not once per layer; a new batch (new padding masks) builds again."""
+    from fairseq_mgsa.modules.hybrid_attention import MaskMemo
+
+    built = []
+    get = MaskMemo.get
+    monkeypatch.setattr(MaskMemo, "get", lambda self, key, tensors, build: get(
+        self, key, tensors, lambda: built.append(key) or build()))
+    lengths = [7, 4, 1, 3]
+    _, src = sentence_batch("left", lengths)
+    _, prev = sentence_batch("right", [5, 2, 4, 3], seed=4)
+    with torch.no_grad():
+        first = model(src, torch.tensor(lengths), prev)[0]
+        assert len(built) == 2  # 2 encoder and 2 decoder layers
+        second = model(src, torch.tensor(lengths), prev)[0]
+        assert len(built) == 4
+    torch.testing.assert_close(first, second, atol=0, rtol=0)
+    assert len({id(layer.self_attn.mask_memo) for layer in model.encoder.layers}) == 1
+    assert model.encoder.layers[0].self_attn.mask_memo is not model.decoder.layers[0].self_attn.mask_memo
+
+
+def test_recompute_option_gives_the_same_training_step():
+    """--hysan-recompute (the branches recomputed in the backward pass) changes what is kept,
+    not what is computed: the same loss and gradients as the default."""
+    lengths = [7, 4, 1, 3]
+    _, src = sentence_batch("left", lengths)
+    _, prev = sentence_batch("right", [5, 2, 4, 3], seed=4)
+    real = prev.ne(PAD)
+    grads = []
+    for extra in ([], ["--hysan-recompute"]):
+        m = build("hysan_transformer", *ALL_BRANCHES, *extra).train()  # dropout 0
+        hybrid = [mod for mod in m.modules() if isinstance(mod, HybridMultiheadAttention)]
+        assert len(hybrid) == 4 and all(mod.recompute == bool(extra) for mod in hybrid)
+        m(src, torch.tensor(lengths), prev)[0][real].logsumexp(-1).sum().backward()
+        grads.append({n: p.grad for n, p in m.named_parameters()})
+    assert grads[0].keys() == grads[1].keys()
+    for n in grads[0]:
+        torch.testing.assert_close(grads[1][n], grads[0][n], atol=1e-6, rtol=1e-5, msg=n)
