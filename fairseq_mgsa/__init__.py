@@ -5,9 +5,13 @@ lets torch.load read the checkpoints fairseq writes (see checkpoint_loading.py),
 ends fairseq's batch-prefetching threads before Python exits (see clean_exit.py).
 """
 
-from . import checkpoint_loading  # noqa: F401
-from .clean_exit import install_exit_hook
-from .errors import MGSAError, install_excepthook
+from mgsa_preprocess.fairseq_import import import_fairseq
+
+import_fairseq()  # before any fairseq import: without the root logger set-up fairseq's import makes
+
+from . import checkpoint_loading  # noqa: F401,E402
+from .clean_exit import install_exit_hook  # noqa: E402
+from .errors import MGSAError, install_excepthook  # noqa: E402
 
 install_excepthook()
 install_exit_hook()

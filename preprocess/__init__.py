@@ -8,11 +8,15 @@
    on the tree (the demo, the analyses and the tests run on it;
    ``python -m mgsa_preprocess.synthetic``).
 
-Shared by the three: ``errors`` (one-line errors naming file and line), ``progress`` (progress
-bars and durations), ``stanza_model`` (where a trained stanza model's files are, and loading it).
+Shared by the three: ``errors`` (one-line errors naming file and line), ``text_files`` (the user's
+text files read as UTF-8, a bad byte named by file, line and column), ``progress`` (progress
+bars and durations), ``stanza_model`` (where a trained stanza model's files are, which folder
+may hold one, and loading it), ``fairseq_import`` (fairseq imported without the logging set-up
+its import makes).
 
 The phrase pipeline's steps, one module each, in data-flow order:
 
+* ``inputs``    every input read through before any work: encodings, line counts of the sides and the trees
 * ``bpe``       apply subword-nmt codes (optional; pre-segmented text is read as is)
 * ``parse``     stanza constituency parsing, sharded over machines, and the merge of shards
 * ``trees``     read bracketed trees (PTB files included) and normalise them

@@ -13,8 +13,12 @@ from multiprocessing import Pool
 from typing import Callable, Iterable, Iterator, List, Optional
 
 import numpy as np
-from fairseq.data import Dictionary
-from fairseq.data.indexed_dataset import MMapIndexedDataset, data_file_path, index_file_path
+
+from .fairseq_import import import_fairseq
+
+import_fairseq()  # without the logging set-up of fairseq's import (fairseq_import.py)
+from fairseq.data import Dictionary  # noqa: E402
+from fairseq.data.indexed_dataset import MMapIndexedDataset, data_file_path, index_file_path  # noqa: E402
 
 from .align import cumulative, split_words, subword_lengths
 from .errors import BadTree, PreprocessError

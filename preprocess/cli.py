@@ -8,6 +8,7 @@ tag dictionary and report. Phrase files are only put in place once everything
 has passed, so a failed run never leaves phrase files that look complete.
 """
 
+import logging
 import os
 import shutil
 import sys
@@ -24,6 +25,9 @@ DESCRIPTION = ("Binarize a parallel corpus for fairseq (all fairseq-preprocess o
 
 
 def get_parser():
+    from .fairseq_import import import_fairseq
+
+    import_fairseq()
     from fairseq import options
 
     from .align import STYLES
@@ -152,6 +156,7 @@ def run(args) -> dict:
 
     from . import fairseq_options, parse, word_alignments
     from .bpe import apply_bpe
+    from .inputs import check_inputs
 
     _check_args(args)
     fairseq_options.check(args)
@@ -175,6 +180,7 @@ def run(args) -> dict:
     workdir = args.workdir or os.path.join(args.destdir, "bpe")
     if args.bpe_codes:
         fairseq_options.check_workdir(args, splits, workdir)
+    check_inputs(args, splits)  # every input read through: UTF-8, both sides and the trees in step
     os.makedirs(args.destdir, exist_ok=True)
 
     # Words for the parser: the original text with --bpe-codes, else the segmented text's words.
@@ -363,6 +369,9 @@ def _dict_only_summary(args, tags) -> dict:
 
 def main(argv=None):
     """Console entry point: an input problem ends in one line naming file and line, exit status 1."""
+    # fairseq-preprocess's lines (dictionary sizes, tokens replaced by <unk>) on stderr, the
+    # report alone on stdout; a no-op where the caller has set up logging already
+    logging.basicConfig(level=logging.INFO)
     args = get_parser().parse_args(argv)
     try:
         run(args)

@@ -11,7 +11,7 @@ import torch
 
 from fairseq_mgsa import systems as registry
 
-from tests.paths import ROOT
+from tests.paths import ROOT, checkout_pythonpath
 USER_DIR = os.path.join(ROOT, "fairseq_mgsa")
 TINY = ["--encoder-layers", "2", "--decoder-layers", "1", "--encoder-embed-dim", "16",
         "--decoder-embed-dim", "16", "--encoder-ffn-embed-dim", "32", "--decoder-ffn-embed-dim", "32",
@@ -57,7 +57,7 @@ def train_command(data_bin, save_dir, system, max_update, extra=()):
 
 
 def env():
-    e = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    e = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=checkout_pythonpath())
     return e
 
 

@@ -82,6 +82,8 @@ step_parse() {
   cased=$(cased_dir)
   [ "$LOWERCASE" = 1 ] && lc=(--lowercase)
   if [ -n "$TREES_DIR" ]; then
+    # select_trees.py reads the trees through mgsa_preprocess (a Latin-1 byte: one line naming it)
+    need mgsa-preprocess "install fairseq-mgsa (bash scripts/install.sh)"
     for split in "${SPLITS[@]}"; do
       need_files "$TREES_DIR/$split.$SRC.tree" "$tok/$split.$SRC"
       local kept=()

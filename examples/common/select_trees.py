@@ -15,6 +15,9 @@ import argparse
 import re
 import sys
 
+from mgsa_preprocess.errors import PreprocessError
+from mgsa_preprocess.text_files import lines
+
 # "(" with the label after it (kept as is), or a leaf
 _TOKEN = re.compile(r"(\(\s*[^\s()]*)|([^\s()]+)")
 _BRACKET_ESCAPE = re.compile(r"(-[LR][RCS]B-)")
@@ -30,8 +33,8 @@ def lowercase_leaves(tree):
 
 def read_trees(path):
     depth, buf = 0, []
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
+    try:
+        for lineno, line in lines(path, "the trees"):  # UTF-8, or one line naming the line and column
             for ch in line:
                 if depth == 0 and ch.isspace():
                     continue
@@ -45,6 +48,8 @@ def read_trees(path):
                     if depth == 0:
                         yield " ".join("".join(buf).split())
                         buf = []
+    except PreprocessError as e:
+        sys.exit(f"select_trees.py: error: {e}")
     if depth:
         sys.exit(f"select_trees.py: error: {path}: unbalanced brackets at the end of the file")
 

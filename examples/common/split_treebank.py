@@ -17,6 +17,7 @@ import os
 import sys
 
 from mgsa_preprocess.errors import PreprocessError
+from mgsa_preprocess.text_files import lines
 from mgsa_preprocess.trees import iter_tree_texts
 
 
@@ -38,8 +39,8 @@ def input_files(args):
 def read_all(files):
     trees = []
     for path in files:
-        with open(path, encoding="utf-8") as f:
-            trees.extend(" ".join(text.split()) for _, text in iter_tree_texts(f, path))
+        texts = iter_tree_texts((line for _, line in lines(path, "the treebank")), path)  # UTF-8, or one line
+        trees.extend(" ".join(text.split()) for _, text in texts)
     return trees
 
 
@@ -55,6 +56,11 @@ def main(argv=None):
         if a.dev < 1 or a.test < 1:
             raise PreprocessError(f"--dev and --test must be at least 1 (got {a.dev}, {a.test})")
         files = input_files(a.trees)
+        inputs = {os.path.realpath(f) for f in files}
+        for name in ("train", "dev", "test"):  # read first, but the user's treebank is not written over
+            if os.path.realpath(os.path.join(a.out, f"{name}.mrg")) in inputs:
+                raise PreprocessError(f"--out would write {name}.mrg over this input: give --out another folder",
+                                      os.path.join(a.out, f"{name}.mrg"))
         trees = read_all(files)
         n_train = len(trees) - a.dev - a.test
         if n_train < 1:

@@ -16,9 +16,11 @@ mgsa-preprocess loads it, and scored on the dev set (and --test), by the project
 under evalb's convention (parser_eval.py). A cap that ends training while the dev score still
 rises is a warning, in the final line and in the record (`warnings`).
 
-Every input is read and checked before anything is written; the new model is built in
-OUT/partial/ and replaces the one in OUT (if any) only once it is complete and scored, so a
-failed or stopped run leaves the old model usable.
+Every input is read and checked before anything is written, --out included: a new or empty
+folder, or a model directory this command wrote, holding none of the inputs (stanza_model.py's
+check_out_dir). The new model is built in OUT/partial/ and replaces the one in OUT (if any) only
+once it is complete and scored, so a failed or stopped run leaves the old model usable; only the
+files the old model's record lists as made are replaced, nothing else in OUT is touched.
 
 stanza's trainers run in this process (their ``main(argv)``, the code behind
 ``python -m stanza.models.tagger`` / ``python -m stanza.models.constituency_parser``)
@@ -36,7 +38,7 @@ import sys
 import time
 
 from ..errors import PreprocessError
-from ..stanza_model import FILES, install_model, model_files, staging_dir, write_record
+from ..stanza_model import FILES, check_out_dir, install_model, model_files, staging_dir, write_record
 from .stanza_offline import EpochProgress, stanza_offline
 from .stopping import Plateau, StopTraining, tagger_stopping
 from .treebank import check_dev_labels, read_treebank, write_conllu
@@ -69,7 +71,9 @@ def get_parser():
     p.add_argument("--train", required=True, metavar="FILE", help="training trees (bracketed, a tree may span lines)")
     p.add_argument("--dev", required=True, metavar="FILE", help="dev trees: model selection and the reported score")
     p.add_argument("--test", metavar="FILE", help="test trees: the final model is scored on them too (record 'test')")
-    p.add_argument("--out", required=True, metavar="DIR", help="model directory to write")
+    p.add_argument("--out", required=True, metavar="DIR",
+                   help="model directory to write: a new or empty folder, or one this command wrote, in which only "
+                        "the files it made are replaced (its record lists them); never a folder holding an input")
     p.add_argument("--lang", default="xx", help="language code stored with the model (default: xx)")
     vec = p.add_mutually_exclusive_group()
     vec.add_argument("--wordvec-text", metavar="FILE",
@@ -156,14 +160,15 @@ def _check(a):
     for name in ("tagger_minutes", "parser_minutes"):
         if getattr(a, name) is not None and getattr(a, name) <= 0:
             raise PreprocessError(f"--{name.replace('_', '-')} must be positive (got {getattr(a, name)})")
-    if os.path.exists(a.out) and not os.path.isdir(a.out):
-        raise PreprocessError("--out must name a directory (the model's), but this is a file", a.out)
+    replaces = check_out_dir(a.out, {"--train": a.train, "--dev": a.dev, "--test": a.test,
+                                     "--wordvec-text": a.wordvec_text, "--wordvec": a.wordvec})
     if a.wordvec_text:
         check_text(a.wordvec_text)
     if a.wordvec:
         check_vectors(a.wordvec)
     if a.test:
         read_treebank(a.test)  # a bad test file fails now, not after the training
+    return replaces
 
 
 def word_vectors(a, train_trees, pretrain_pt: str, record: dict) -> None:
@@ -311,7 +316,7 @@ def read_inputs(a):
 def train(a) -> dict:
     import torch
 
-    _check(a)
+    replaces = _check(a)  # the old model's files in --out, which the new one replaces
     torch.set_num_threads(a.threads)
     # stanza's trainers set their own loggers' levels (to DEBUG, some of them): --quiet mutes
     # records up to WARNING process-wide for the run instead
@@ -364,8 +369,7 @@ def train(a) -> dict:
     record["seconds"] = round(time.time() - start, 1)
     record["load_average_at_end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
     record["bytes"] = {k: os.path.getsize(files[k]) for k in ("pretrain", "pos", "constituency")}
-    write_record(new, record)
-    install_model(new, a.out)
+    install_model(new, a.out, record, replaces)
     print(f"[mgsa-train-parser] done in {record['seconds']:.0f} s: dev {summary(record['dev'])}"
           + (f"; test {summary(record['test'])}" if a.test else "")
           + f", {sum(record['bytes'].values()) / 1e6:.1f} MB -> {a.out}"

@@ -14,6 +14,7 @@ from collections import Counter
 from typing import FrozenSet, List, NamedTuple
 
 from ..errors import PreprocessError
+from ..text_files import lines
 from ..trees import TreeStats, canonical_token, iter_tree_texts, parse_tree, strip_label
 
 _ESCAPE = (("(", "-LRB-"), (")", "-RRB-"))
@@ -49,28 +50,24 @@ def read_treebank(path: str, keep_one_word: bool = False):
     stats = TreeStats()
     out = []
     empty = 0
-    try:
-        f = open(path, encoding="utf-8")
-    except OSError as e:
-        raise PreprocessError(f"cannot read the treebank: {e.strerror}", path) from None
-    with f:
-        for line, text in iter_tree_texts(f, path):
-            top, leaves = parse_tree(text, path, line, stats, keep_one_word)  # BadTree / PreprocessError name file and line
-            if top is None:
-                empty += 1
-                continue
-            words = [canonical_token(w) for w in leaves]
-            tags = [None] * len(words)
-            labels = {"ROOT"}
-            stack = [top]
-            while stack:
-                tag, start, _, children = stack.pop()
-                if children is None:
-                    tags[start] = tag
-                else:
-                    labels.add(tag)
-                    stack.extend(children)
-            out.append(Tree(f"(ROOT {bracketed(top, leaves)})", words, tags, line, frozenset(labels), text))
+    # read by text_files.lines: a missing or non-UTF-8 file is one line naming it (and the line)
+    for line, text in iter_tree_texts((line for _, line in lines(path, "the treebank")), path):
+        top, leaves = parse_tree(text, path, line, stats, keep_one_word)  # BadTree / PreprocessError name file and line
+        if top is None:
+            empty += 1
+            continue
+        words = [canonical_token(w) for w in leaves]
+        tags = [None] * len(words)
+        labels = {"ROOT"}
+        stack = [top]
+        while stack:
+            tag, start, _, children = stack.pop()
+            if children is None:
+                tags[start] = tag
+            else:
+                labels.add(tag)
+                stack.extend(children)
+        out.append(Tree(f"(ROOT {bracketed(top, leaves)})", words, tags, line, frozenset(labels), text))
     if not out:
         raise PreprocessError("no tree with words in this file", path)
     return out, dict(stats.as_dict(), empty_trees_skipped=empty)
@@ -82,8 +79,8 @@ _INNER_LABEL = re.compile(r"\(\s*([^\s()]+)\s*\(")  # a label followed by a brac
 def raw_label_counts(path: str) -> Counter:
     """Constituent labels as the file writes them (function tags stripped), before the
     normalisation drops constituents over one word or over empty elements only."""
-    with open(path, encoding="utf-8") as f:
-        return Counter(strip_label(m) for m in _INNER_LABEL.findall(f.read()))
+    text = "".join(line for _, line in lines(path, "the treebank"))
+    return Counter(strip_label(m) for m in _INNER_LABEL.findall(text))
 
 
 def check_dev_labels(train_trees, dev_trees, train_path: str, dev_path: str, drop: bool, keep_one_word=False):

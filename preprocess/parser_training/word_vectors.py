@@ -14,15 +14,13 @@ word, its parser by the word and then the lowercased word, so lowercased vectors
 The training trees' sentences are added to the text, so that every training word has a vector.
 """
 
-import gzip
-import lzma
 import os
 import random
 import re
-import zlib
 from collections import Counter
 
 from ..errors import PreprocessError
+from ..text_files import lines
 from ..trees import canonical_token
 
 
@@ -30,44 +28,11 @@ def words_of(line: str):
     return [canonical_token(w).lower() for w in line.split()]
 
 
-# what a damaged compressed file raises while it is read: gzip.BadGzipFile (an OSError: not gzip
-# at all), EOFError (cut short), zlib.error and lzma.LZMAError (corrupt data)
-_DAMAGED = (OSError, EOFError, zlib.error, lzma.LZMAError)
-
-
-def _lines(path: str, what: str):
-    """(line number, line) of a UTF-8 text file (.gz/.xz too); a missing, damaged or non-UTF-8 file
-    is a one-line error naming it (and the line)."""
-    kind = "gzip" if path.endswith(".gz") else "xz" if path.endswith(".xz") else None
-    opener = gzip.open if kind == "gzip" else lzma.open if kind == "xz" else open
-    try:
-        f = opener(path, "rb")  # bytes, decoded line by line: the error names the right line
-    except OSError as e:
-        raise PreprocessError(f"cannot read {what}: {e.strerror}", path) from None
-    with f:
-        n = 0
-        try:
-            for n, raw in enumerate(f, 1):
-                try:
-                    line = raw.decode("utf-8")
-                except UnicodeDecodeError as e:
-                    raise PreprocessError(f"not UTF-8 text ({e.reason} at byte {e.start} of the line)",
-                                          path, n) from None
-                yield n, line
-        except EOFError:
-            raise PreprocessError(f"the {kind} file ends early, after line {n} (cut short while copied?)",
-                                  path) from None
-        except _DAMAGED as e:
-            detail = str(e) or type(e).__name__
-            raise PreprocessError(f"cannot read {what}" + (f" as a {kind} file" if kind else "")
-                                  + f" ({detail}); a damaged download or a wrong suffix?", path) from None
-
-
 def check_text(path: str) -> None:
     """Fail before any training on a text that is missing, unreadable, damaged or has no word:
     read through once (a truncated .gz shows only at its end)."""
     words = False
-    for _, line in _lines(path, "the text for word vectors"):
+    for _, line in lines(path, "the text for word vectors"):
         words = words or bool(line.split())
     if not words:
         raise PreprocessError("no word in this file (word vectors need a text, one sentence a line)", path)
@@ -83,7 +48,7 @@ def check_vectors(path: str) -> None:
     if not os.path.isfile(path):
         raise PreprocessError("word vector file not found", path)
     dim, rows = None, 0
-    for n, line in _lines(path, "the word vectors"):
+    for n, line in lines(path, "the word vectors"):
         pieces = _SPACES.split(line.strip())
         if not pieces[0]:
             continue
@@ -114,7 +79,7 @@ class _Sentences:
         self.path, self.extra = path, extra
 
     def __iter__(self):
-        for _, line in _lines(self.path, "the text for word vectors"):
+        for _, line in lines(self.path, "the text for word vectors"):
             words = words_of(line)
             if words:
                 yield words

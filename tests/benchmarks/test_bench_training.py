@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from tests.paths import ROOT
+from tests.paths import ROOT, checkout_pythonpath
 SYSTEMS = ("transformer", "mgsa_ngram")
 TEST_SENTENCES = 8
 DECODE_BATCH, STEP_ROUNDS = 4, 2
@@ -37,7 +37,7 @@ def run(tmp_path_factory):
            "--systems", ",".join(SYSTEMS), "--updates", "2", "--warmup", "1", "--max-tokens", "1024",
            "--train-sentences", "300", "--decode-sentences", str(TEST_SENTENCES), "--decode-rounds", "1",
            "--decode-batch-size", str(DECODE_BATCH), "--decode-step-rounds", str(STEP_ROUNDS), "--threads", "1", "--out", str(out), "--history", str(history), "--readme", str(readme)]
-    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=checkout_pythonpath())
     proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert proc.returncode == 0, proc.stdout[-5000:]
     return dict(result=json.loads(out.read_text()), history=history.read_text().splitlines(),

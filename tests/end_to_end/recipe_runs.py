@@ -7,7 +7,7 @@ import os
 import re
 import subprocess
 
-from tests.paths import EXAMPLES, ROOT
+from tests.paths import EXAMPLES, checkout_pythonpath
 
 TINY_MODEL = ("--encoder-layers 2 --decoder-layers 1 --encoder-embed-dim 16 --decoder-embed-dim 16 "
               "--encoder-ffn-embed-dim 32 --decoder-ffn-embed-dim 32 --encoder-attention-heads 4 "
@@ -32,7 +32,7 @@ def recipe_env(workdir, raw=None, **extra):
     env = {k: v for k, v in os.environ.items() if k not in RECIPE_VARS}
     env.update(
         # this checkout's packages, not an installed copy
-        PYTHONPATH=ROOT + (os.pathsep + os.environ["PYTHONPATH"] if os.environ.get("PYTHONPATH") else ""),
+        PYTHONPATH=checkout_pythonpath(),
         OMP_NUM_THREADS="1", CUDA_VISIBLE_DEVICES="", WORKDIR=str(workdir),
         SKIP_DOWNLOAD="1", WORKERS="1", BPE_MERGES="50", GPUS="0", FP16="0",
         MAX_TOKENS="1000", UPDATE_FREQ="1", MAX_UPDATE=str(MAX_UPDATE), SAVE_INTERVAL_UPDATES=str(SAVE_EVERY),

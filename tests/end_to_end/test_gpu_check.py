@@ -14,13 +14,13 @@ import pytest
 
 from fairseq_mgsa import systems as registry
 
-from tests.paths import ROOT
+from tests.paths import ROOT, checkout_pythonpath
 SCRIPT = os.path.join(ROOT, "scripts", "gpu_check.sh")
 
 
 def run_check(*args):
     env = dict(os.environ, PYTHON=sys.executable, OMP_NUM_THREADS="1",
-               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+               PYTHONPATH=checkout_pythonpath())
     t0 = time.perf_counter()
     proc = subprocess.run(["bash", SCRIPT, *args], cwd=ROOT, env=env, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True)

@@ -4,13 +4,14 @@ import os
 import subprocess
 import sys
 
-from tests.paths import ROOT
+from tests.paths import ROOT, checkout_env
+
 SCRIPT = os.path.join(ROOT, "examples", "common", "split_treebank.py")
 
 
 def run(*args):
     return subprocess.run([sys.executable, SCRIPT, *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True)
+                          text=True, env=checkout_env())
 
 
 def test_split_in_file_order_one_tree_a_line(tmp_path):
@@ -40,3 +41,24 @@ def test_too_few_trees_is_a_one_line_error(tmp_path):
     assert proc.returncode == 1 and not (tmp_path / "out").exists()
     assert proc.stderr.strip() == ("split_treebank.py: error: 2 trees in 1 files: too few for 400 dev and 400 test "
                                    "trees and at least one training tree")
+
+
+def test_a_latin1_treebank_is_one_line_naming_line_and_column(tmp_path):
+    (tmp_path / "a.mrg").write_bytes(b"(S (NN a))\n(S (NN caf" + "\u00e9".encode("latin-1") + b"))\n")
+    proc = run("--trees", tmp_path / "a.mrg", "--out", tmp_path / "out", "--dev", 1, "--test", 1)
+    assert proc.returncode == 1 and not (tmp_path / "out").exists()
+    assert proc.stderr == (f"split_treebank.py: error: {tmp_path / 'a.mrg'}:2: not UTF-8 (byte 0xE9 at column 11); "
+                           f"convert the file to UTF-8, e.g. iconv -f latin1 -t utf-8\n")
+
+
+def test_out_that_would_write_over_an_input_is_refused(tmp_path):
+    """--trees split/ --out split/ (a second split of the first one's folder): train.mrg is an input."""
+    (tmp_path / "split").mkdir()
+    trees = "".join(f"(S (NN w{i}))\n" for i in range(5))
+    (tmp_path / "split" / "train.mrg").write_text(trees)
+    proc = run("--trees", tmp_path / "split", "--out", tmp_path / "split", "--dev", 1, "--test", 1)
+    assert proc.returncode == 1
+    assert proc.stderr == (f"split_treebank.py: error: {tmp_path / 'split' / 'train.mrg'}: --out would write "
+                           f"train.mrg over this input: give --out another folder\n")
+    assert [p.name for p in (tmp_path / "split").iterdir()] == ["train.mrg"]
+    assert (tmp_path / "split" / "train.mrg").read_text() == trees

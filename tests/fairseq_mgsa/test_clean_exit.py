@@ -11,7 +11,7 @@ import torch
 from fairseq.data.iterators import BackgroundConsumer, BufferedIterator
 
 from fairseq_mgsa.clean_exit import stop_prefetching_threads
-from tests.paths import ROOT
+from tests.paths import checkout_pythonpath
 
 # The main thread takes one batch and exits while the prefetching thread keeps building
 # batches in torch's C++ code (a matrix product, with the interpreter lock released). Its
@@ -37,7 +37,7 @@ print("done training", flush=True)
 
 
 def run_script(mode):
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), OMP_NUM_THREADS="1")
+    env = dict(os.environ, PYTHONPATH=checkout_pythonpath(), OMP_NUM_THREADS="1")
     return subprocess.run([sys.executable, "-c", STOPS_INSIDE_AN_EPOCH, mode], env=env, capture_output=True,
                           text=True, timeout=120)
 

@@ -97,3 +97,24 @@ def corpus(tmp_path):
     write_corpus(str(d), sizes, seed=3)
     examples = {split: generate(n, 3 * 1000 + i) for i, (split, n) in enumerate(sizes)}
     return d, examples
+
+
+@pytest.fixture(scope="session")
+def tiny_parser(tmp_path_factory):
+    """(parser directory that mgsa-train-parser wrote, the grammar's treebank it learned): a real run
+    of this checkout's command, tiny (seconds), in a subprocess."""
+    import subprocess
+
+    from mgsa_preprocess.synthetic import write_corpus
+    from tests.paths import checkout_env, command
+
+    tmp = tmp_path_factory.mktemp("tiny_parser")
+    write_corpus(str(tmp / "treebank"), (("train", 40), ("valid", 10), ("test", 10)), seed=3)
+    proc = subprocess.run(command("mgsa-train-parser", "--train", tmp / "treebank" / "train.src.tree", "--dev",
+                                  tmp / "treebank" / "valid.src.tree", "--out", tmp / "parser", *TINY_PARSER),
+                          capture_output=True, text=True, env=checkout_env(), timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return tmp / "parser", tmp / "treebank"
+
+
+TINY_PARSER = ["--parser-epochs", "1", "--tagger-steps", "4", "--hidden-size", "16", "--wordvec-dim", "8", "--quiet"]

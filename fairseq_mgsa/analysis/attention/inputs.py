@@ -16,6 +16,7 @@ from typing import List, Optional
 import torch
 
 from mgsa_preprocess.errors import PreprocessError
+from mgsa_preprocess.text_files import lines as text_lines
 from mgsa_preprocess.trees import parse_tree
 
 from ...data.inference_phrases import PhraseAnnotator
@@ -41,8 +42,10 @@ def test_split(task, ids: List[int], data: str, split: str = "test"):
 def read_lines(path: str, source_input: str) -> List[str]:
     if not os.path.isfile(path):
         raise MGSAError(f"input file {path} not found (--input)")
-    with open(path, encoding="utf-8") as f:
-        lines = [line.rstrip("\n") for line in f]
+    try:  # a byte that is not UTF-8: one line naming the line and column
+        lines = [line.rstrip("\n") for _, line in text_lines(path, "the input file (--input)")]
+    except PreprocessError as e:
+        raise MGSAError(str(e)) from None
     for i, line in enumerate(lines, 1):
         if not line.strip():
             raise MGSAError(f"{path}, line {i}: empty line, expected one sentence (or one tree) per line")

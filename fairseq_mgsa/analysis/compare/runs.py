@@ -10,6 +10,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
+from mgsa_preprocess.text_files import not_utf8
+
 from .trainlog import read_text, read_train_log
 
 
@@ -45,11 +47,10 @@ def read_utf8(path: str, what: str) -> str:
         data = f.read()
     try:
         text = data.decode("utf-8")
-    except UnicodeDecodeError as e:  # where, so that the user can look: line and byte of that line
-        line = data.count(b"\n", 0, e.start) + 1
-        column = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
-        raise CompareError(f"{path}: not UTF-8 at line {line}, byte {column} of the line (0x{data[e.start]:02x}) "
-                           f"(UTF-8 text expected; convert it, e.g. iconv -f latin1 -t utf-8)") from None
+    except UnicodeDecodeError as e:  # where, so that the user can look: the line and column (one message for all)
+        start = data.rfind(b"\n", 0, e.start) + 1  # of the line
+        raise CompareError(str(not_utf8(data[start:e.end], e.start - start, path,
+                                        data.count(b"\n", 0, e.start) + 1))) from None
     return text[1:] if text.startswith("\ufeff") else text
 
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from mgsa_preprocess.errors import PreprocessError
+from mgsa_preprocess.text_files import lines
 from mgsa_preprocess.trees import (NONE_LABEL, ROOT_LABELS, Node, check_leaves, iter_tree_texts, parse_tree,
                                    strip_label)
 
@@ -153,17 +154,9 @@ class Sentence:
 
 
 def read_lines(path: str, option: str) -> List[str]:
-    """The file's lines, decoded as UTF-8 one at a time, so that a byte that is not UTF-8 is an
-    error naming its line (Python's decoder names a byte offset into a buffer, mid-read)."""
-    lines = []
-    with open(path, "rb") as f:
-        for n, raw in enumerate(f, 1):
-            try:
-                lines.append(raw.decode("utf-8"))
-            except UnicodeDecodeError as e:
-                raise ProbeError(f"not UTF-8 text ({option}): byte 0x{raw[e.start]:02x} at byte {e.start + 1} of the "
-                                 f"line; convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8)", path, n)
-    return lines
+    """The file's lines, decoded as UTF-8 one at a time (mgsa_preprocess.text_files), so that a byte
+    that is not UTF-8 is an error naming its line and column."""
+    return [line for _, line in lines(path, f"the {option} file")]
 
 
 def read_tree_texts(trees_path: str) -> List[Tuple[int, str]]:

@@ -2,7 +2,6 @@
 scorer: rules and scorer against plain computations, then one real (tiny) training run."""
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -10,7 +9,7 @@ from collections import Counter
 
 import pytest
 
-from tests.paths import ROOT
+from tests.paths import checkout_env
 from mgsa_preprocess.errors import PreprocessError
 from mgsa_preprocess.parser_training.evalb import evalb_brackets, evalb_score_pairs
 from mgsa_preprocess.parser_training.stanza_offline import EpochProgress
@@ -149,7 +148,7 @@ def trained(tmp_path_factory):
     write_corpus(str(tmp / "raw"), (("train", 40), ("valid", 10), ("test", 10)), seed=3)
     text = tmp / "text.txt"
     text.write_text((tmp / "raw" / "train.src").read_text() + "the zyzzyva watched a farmer .\n" * 5)
-    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = checkout_env()  # this checkout's mgsa_preprocess, not an installed copy
     proc = subprocess.run([sys.executable, "-m", "mgsa_preprocess.parser_training.train_parser", "--train", tmp / "raw" / "train.src.tree",
                            "--dev", tmp / "raw" / "valid.src.tree", "--out", tmp / "parser", "--wordvec-text", text,
                            "--wordvec-dim", "16", "--hidden-size", "16", "--tagger-hidden-size", "24",

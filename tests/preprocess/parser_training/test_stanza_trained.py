@@ -14,7 +14,7 @@ import pytest
 from fairseq.data import Dictionary, data_utils
 from subword_nmt.learn_bpe import learn_bpe
 
-from tests.paths import ROOT
+from tests.paths import ROOT, checkout_pythonpath
 from tests.preprocess.conftest import read_phrase_file, reference_levels
 from mgsa_preprocess.cli import main
 from mgsa_preprocess.synthetic import Node, write_corpus
@@ -29,7 +29,7 @@ TINY = ["--encoder-layers", "1", "--decoder-layers", "1", "--encoder-embed-dim",
 def offline_env(tmp):
     """Any download attempt fails: no stanza resources, and every proxy a closed port."""
     env = dict(os.environ, STANZA_RESOURCES_DIR=str(tmp / "no-stanza-resources"), OMP_NUM_THREADS="1",
-               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+               PYTHONPATH=checkout_pythonpath())
     for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
         env[var] = "http://127.0.0.1:9"
     env.pop("NO_PROXY", None), env.pop("no_proxy", None)

@@ -6,17 +6,16 @@ the file before anything is touched. Real (tiny) runs on the grammar's trees."""
 
 import gzip
 import json
-import os
 import shutil
 import subprocess
 import sys
 
 import pytest
 
-from tests.paths import ROOT
+from tests.paths import checkout_env
 from mgsa_preprocess.parser_training.stopping import Plateau
 
-ENV = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+ENV = checkout_env()  # this checkout's mgsa_preprocess, not an installed copy
 SMALL = ["--hidden-size", "16", "--wordvec-dim", "8"]  # small layers: the defaults' stopping, quickly
 
 

@@ -11,6 +11,8 @@ import sys
 import numpy as np
 import pytest
 
+from tests.paths import checkout_env, command
+
 
 # ---- the command on tiny trained checkpoints ---------------------------------------------
 
@@ -141,13 +143,32 @@ def test_bad_input(trained):
 
 
 def test_missing_checkpoint_is_one_line(tmp_path):
-    """From the console script: one line on stderr naming the file, no traceback."""
-    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "mgsa-attention"), str(tmp_path),
-                           "--path", str(tmp_path / "nope.pt"), "--out", str(tmp_path / "out"), "--test-ids", "0"],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    """From the console script: one line on stderr naming the file, no traceback (and no line
+    of fairseq's import: issue 45, point 8)."""
+    proc = subprocess.run(command("mgsa-attention", tmp_path, "--path", tmp_path / "nope.pt", "--out",
+                                  tmp_path / "out", "--test-ids", "0"),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=checkout_env())
     assert proc.returncode != 0
-    lines = [l for l in proc.stderr.splitlines() if l.strip() and "tensorboardX" not in l]
-    assert lines == [f"mgsa-attention: error: checkpoint {tmp_path / 'nope.pt'} not found (--path)"]
+    assert proc.stderr == f"mgsa-attention: error: checkpoint {tmp_path / 'nope.pt'} not found (--path)\n"
+
+
+def test_a_latin1_input_file_is_one_line(tmp_path):
+    """--input is read before any checkpoint is loaded: a byte that is not UTF-8 is one line naming
+    the line and column (issue 45, point 7), not a traceback."""
+    data = tmp_path / "data"
+    data.mkdir()
+    for lang in ("src", "tgt"):
+        (data / f"dict.{lang}.txt").write_text("the 5\n")
+    (tmp_path / "model.pt").write_bytes(b"not read: the input fails first")
+    text = tmp_path / "input.txt"
+    text.write_bytes(b"the dog ran .\nthe caf" + "\u00e9".encode("latin-1") + b" was open .\n")
+    proc = subprocess.run(command("mgsa-attention", data, "--path", tmp_path / "model.pt", "--out", tmp_path / "out",
+                                  "--input", text),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=checkout_env())
+    assert proc.returncode == 1
+    assert proc.stderr == (f"mgsa-attention: error: {text}:2: not UTF-8 (byte 0xE9 at column 8); convert the file to "
+                           f"UTF-8, e.g. iconv -f latin1 -t utf-8\n")
+    assert not (tmp_path / "out").exists()
 
 
 # ---- issue 27: the checks before the long work (point 8) -----------------------------------

@@ -12,7 +12,7 @@ import sacrebleu
 from fairseq_mgsa.analysis import compare as cmp
 from mgsa_preprocess.synthetic import write_corpus
 
-from tests.paths import ROOT
+from tests.paths import ROOT, checkout_env
 
 
 @pytest.fixture(scope="module")
@@ -109,8 +109,8 @@ def test_a_latin1_hypothesis_file_names_the_line_and_byte(refs, tmp_path, capsys
     code, err = run_main(["--ref", ref, "--system", f"a={ref}", "--system", f"b={bad}",
                           "--out", str(tmp_path / "out")], capsys)
     assert code == 2 and err == [
-        f"mgsa-compare: error: {bad}: not UTF-8 at line 3, byte 4 of the line (0xe9) "
-        f"(UTF-8 text expected; convert it, e.g. iconv -f latin1 -t utf-8)"]
+        f"mgsa-compare: error: {bad}:3: not UTF-8 (byte 0xE9 at column 4); convert the file to UTF-8, "
+        f"e.g. iconv -f latin1 -t utf-8"]
 
 
 def test_an_unknown_tokenizer_lists_the_valid_names(refs, tmp_path, capsys):
@@ -167,9 +167,8 @@ def test_the_recipe_passes_a_misspelled_baseline_on(refs, tmp_path):
     for name in ("mgsa_ngram", "hysan"):
         (work / "results" / name).mkdir(parents=True)
         write(work / "results" / name / "hyp.detok", drop_words(refs, len(name)))
-    env = {k: v for k, v in os.environ.items() if k not in ("BASELINE", "SEEDS", "RUN_SUFFIX")}
-    env.update(WORKDIR=str(work), RAW_DIR=str(raw), DIRECTION="de-en", SYSTEMS="mgsa_ngram hysan",
-               PYTHONPATH=ROOT, OMP_NUM_THREADS="1")
+    env = {k: v for k, v in checkout_env().items() if k not in ("BASELINE", "SEEDS", "RUN_SUFFIX")}
+    env.update(WORKDIR=str(work), RAW_DIR=str(raw), DIRECTION="de-en", SYSTEMS="mgsa_ngram hysan")
     script = os.path.join(ROOT, "examples", "iwslt14_de_en", "09_compare.sh")
     proc = subprocess.run(["bash", script], env=dict(env, BASELINE="hysna"), capture_output=True, text=True)
     assert proc.returncode != 0
@@ -194,7 +193,7 @@ def test_a_missing_package_stops_before_any_file_is_read(refs, tmp_path):
             "from fairseq_mgsa.analysis.compare import main\n"
             f"main(['--ref', {ref!r}, '--system', 'a={tmp_path / 'none.txt'}', '--out', {str(tmp_path / 'out')!r}])\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
-                          env=dict(os.environ, PYTHONPATH=ROOT))
+                          env=checkout_env())
     assert proc.returncode == 2 and proc.stderr.strip().splitlines()[-1] == (
         "mgsa-compare: cannot start, a package it needs does not import: compare (ModuleNotFoundError: No module "
         "named 'six'). Install: pip install 'sacrebleu>=2.0' compare-mt six  (or bash scripts/install.sh)")

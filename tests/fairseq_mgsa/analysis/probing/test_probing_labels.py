@@ -213,18 +213,18 @@ def test_not_utf8_names_file_and_line(tmp_path, corpus_files, capsys):
     k = next(i for i, line in enumerate(raw) if b"book" in line)  # the multi-line tree's 4th line
     raw[k] = raw[k].replace(b"book", b"b\xf6ok")
     latin.write_bytes(b"\n".join(raw))
-    column = raw[k].index(b"\xf6") + 1
+    column = raw[k].index(b"\xf6") + 1  # every character before it ASCII
     code, last = run_cli(capsys, ["--trees", str(latin), "--out", str(tmp_path / "o")])
     assert code == 2  # before: a UnicodeDecodeError traceback naming neither file nor line
-    assert last == (f"mgsa-probe: error: {latin}:{k + 1}: not UTF-8 text (--trees): byte 0xf6 at byte {column} of "
-                    f"the line; convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8)")
+    assert last == (f"mgsa-probe: error: {latin}:{k + 1}: not UTF-8 (byte 0xF6 at column {column}); convert the "
+                    f"file to UTF-8, e.g. iconv -f latin1 -t utf-8")
     bad_text = tmp_path / "latin.txt"
     bad_text.write_bytes(text.read_bytes().replace(b"Boris", b"B\xf6ris"))
     code, last = run_cli(capsys, ["--trees", str(trees), "--text", str(bad_text), "--out", str(tmp_path / "o")])
     column = TREES[3][1].index("Boris") + 2
     assert code == 2
-    assert last == (f"mgsa-probe: error: {bad_text}:4: not UTF-8 text (--text): byte 0xf6 at byte {column} of the "
-                    f"line; convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8)")
+    assert last == (f"mgsa-probe: error: {bad_text}:4: not UTF-8 (byte 0xF6 at column {column}); convert the file "
+                    f"to UTF-8, e.g. iconv -f latin1 -t utf-8")
     assert not (tmp_path / "o").exists()
 
 
