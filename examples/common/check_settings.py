@@ -91,7 +91,7 @@ def check_value(name: str, value: str, registry):
     return None
 
 
-def check_together(settings: dict, given=()):
+def check_together(settings: dict, given=(), registry=None):
     """Problems of two settings together (GIVEN: the names the user set, see --given)."""
     problems = []
     systems = settings.get("SYSTEMS", "").split()
@@ -99,7 +99,8 @@ def check_together(settings: dict, given=()):
     # a multi-seed system must be one of the table's; the recipe's default list may name others
     # (multi30k's: transformer mgsa_syntactic, whatever SYSTEMS is), the user's may not
     if "MULTI_SEED_SYSTEMS" in given and "SYSTEMS" in settings:
-        outside = [s for s in settings.get("MULTI_SEED_SYSTEMS", "").split() if s not in systems]
+        outside = [s for s in settings.get("MULTI_SEED_SYSTEMS", "").split() if s not in systems
+                   and (registry is None or s in registry.SYSTEMS)]  # an unknown name is told as such
         if outside:
             problems.append(f"MULTI_SEED_SYSTEMS='{settings['MULTI_SEED_SYSTEMS']}' names {', '.join(outside)}, not "
                             f"in SYSTEMS ({' '.join(systems)}): only the systems of SYSTEMS are trained; add "
@@ -139,7 +140,7 @@ def main(argv=None):
         wrong = check_value(name, value, registry)
         if wrong:
             problems.append(f"{name}='{value}' {wrong}")
-    problems += check_together(settings, a.given.split())
+    problems += check_together(settings, a.given.split(), registry)
     if problems:
         print(f"{a.prog}: error: " + "; ".join(problems), file=sys.stderr)
         return 1
