@@ -96,7 +96,7 @@ def test_the_default_multi_seed_systems_may_name_systems_left_out(raw, tmp_path)
     assert proc.returncode == 0, proc.stderr
     proc = run(os.path.join(MULTI30K, "run_all.sh"), dict(env, FROM_STEP="9"))
     assert proc.returncode == 1 and "MULTI_SEED_SYSTEMS" not in proc.stderr
-    assert stderr_lines(proc)[-1] == f"09_compare.sh: error: {tmp_path}/work/results/transformer/hyp.detok not found (or empty)"
+    assert stderr_lines(proc)[-1] == f"09_compare.sh: error: {tmp_path}/work/results/transformer_seed1/hyp.detok not found (or empty)"
 
 
 @pytest.mark.parametrize("given,message", [
