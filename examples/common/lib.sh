@@ -24,7 +24,7 @@ need() { command -v "$1" >/dev/null 2>&1 || die "'$1' not found${2:+: $2}"; }
 #   stale_reason NAME [SETTINGS [INPUT...]]: why the marker no longer stands (nothing when it does or is absent)
 #   is_done NAME [SETTINGS [INPUT...]]; mark_done NAME [SETTINGS [INPUT...]]
 stale_reason() {
-  local marker=$WORKDIR/.done/$1 settings=${2-} old f i was=()
+  local marker=$WORKDIR/.done/$1 settings=${2-} old f i was=() now=()
   [ -f "$marker" ] || return 0
   shift
   [ $# -gt 0 ] && shift
@@ -34,10 +34,10 @@ stale_reason() {
   fi
   if [ "$(wc -l < "$marker")" -ge 3 ]; then
     mapfile -t was < <(sed -n '3,$p' "$marker")
-    if [ "${was[*]}" != "$*" ]; then
-      for ((i = 0; i < ${#was[@]} || i < $#; i++)); do
-        f=$((i + 1))
-        if [ "${was[i]-}" != "${!f-}" ]; then echo "made from ${was[i]:-fewer files}, now ${!f:-fewer files}"; return 0; fi
+    mapfile -t now < <(marker_paths "$@")
+    if [ "${was[*]}" != "${now[*]}" ]; then
+      for ((i = 0; i < ${#was[@]} || i < ${#now[@]}; i++)); do
+        if [ "${was[i]-}" != "${now[i]-}" ]; then echo "made from ${was[i]:-fewer files}, now ${now[i]:-fewer files}"; return 0; fi
       done
     fi
   fi
@@ -69,7 +69,15 @@ mark_done() {
   local name=$1 settings=${2-}
   shift
   [ $# -gt 0 ] && shift
-  mkdir -p "$WORKDIR/.done" && { date; printf '%s\n' "$settings"; [ $# = 0 ] || printf '%s\n' "$@"; } > "$WORKDIR/.done/$name"
+  mkdir -p "$WORKDIR/.done" && { date; printf '%s\n' "$settings"; [ $# = 0 ] || marker_paths "$@"; } > "$WORKDIR/.done/$name"
+}
+# marker_paths PATH...: one a line, those inside WORKDIR relative to it (a WORKDIR moved or copied
+# elsewhere keeps its markers).
+marker_paths() {
+  local f
+  for f in "$@"; do
+    case $f in "$WORKDIR"/*) echo "${f#"$WORKDIR"/}" ;; *) echo "$f" ;; esac
+  done
 }
 
 # run_step NAME FUNCTION [SETTINGS [INPUT...]]: run FUNCTION unless step NAME is done with these

@@ -208,7 +208,8 @@ step_score() {
   local out=$WORKDIR/results/$RUN_NAME lc=() name="tokenized BLEU" detok_name="detokenized sacreBLEU"
   need_files "$out/hyp.tok" "$WORKDIR/tok/test.$TGT" "$RAW_DIR/test.$TGT"
   # what the scores depend on besides the files (results/RUN/score_settings)
-  local settings="LOWERCASE=$LOWERCASE; COMPOUND_SPLIT=$COMPOUND_SPLIT; references=$RAW_DIR/test.$TGT" old
+  local settings old
+  settings="LOWERCASE=$LOWERCASE; COMPOUND_SPLIT=$COMPOUND_SPLIT; references=$(marker_paths "$RAW_DIR/test.$TGT")"
   old=$(cat "$out/score_settings" 2>/dev/null || true)
   if [ -f "$out/bleu.txt" ] && [ "$old" != "$settings" ]; then
     log "08: scoring again: $out/bleu.txt was made with $(settings_change "${old:-settings not recorded}" "$settings")"

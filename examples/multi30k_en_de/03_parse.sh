@@ -26,7 +26,7 @@ export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}          # stanza is slower with tw
 # The recipe's settings of the parser it trains, kept beside it (PARSER_DIR/recipe_settings): a
 # parser trained here with others is refused, not used as if made with these (one given from
 # elsewhere, without the file, is used as it is).
-parser_settings() { echo "PARSER_DEV=$PARSER_DEV; PARSER_TEST=$PARSER_TEST; PARSER_ARGS=$PARSER_ARGS; TREEBANK_DIR=$TREEBANK_DIR"; }
+parser_settings() { echo "PARSER_DEV=$PARSER_DEV; PARSER_TEST=$PARSER_TEST; PARSER_ARGS=$PARSER_ARGS"; }
 
 step_train_parser() {
   local file missing=() old split_settings=$TREEBANK_DIR/split/settings
