@@ -8,10 +8,13 @@ every variable the recipe has set); names this file does not know are left alone
 known names the recipe has not set. Names of systems and sizes are checked against the
 registry (DIR/systems.py, by default the fairseq_mgsa package Python finds; read as a file: no
 fairseq import) when there is one (without it, a later step says how to install the package).
+--given NAMES: the settings the user gave (the environment's), not the recipe's defaults: a
+default MULTI_SEED_SYSTEMS may name systems left out of SYSTEMS, a given one may not.
 """
 
 import argparse
 import importlib.util
+import math
 import os
 import re
 import sys
@@ -19,8 +22,10 @@ import sys
 POSITIVE = ("MAX_UPDATE", "VALID_INTERVAL", "SAVE_INTERVAL_UPDATES", "AVG_N", "RUN_JOBS", "MAX_TOKENS",
             "UPDATE_FREQ", "BEAM", "BPE_MERGES", "LEVELS", "NUM_SHARDS", "WORKERS", "GEN_MAX_TOKENS",
             "PARSER_BATCH_SIZE", "LOG_INTERVAL", "MAX_LEN", "PARSER_DEV", "PARSER_TEST", "PAPER_GPUS",
-            "VALID_EVERY", "CONNECT_TIMEOUT", "CHECK_TIMEOUT")
-NON_NEGATIVE = ("WARMUP", "SEED", "GPUS")
+            "VALID_EVERY", "CONNECT_TIMEOUT", "CHECK_TIMEOUT",
+            "WARMUP")  # 0 warm-up updates: fairseq's inverse_sqrt schedule divides by it
+NON_NEGATIVE = ("SEED", "GPUS")
+MAX_SEED = 2**32 - 1  # fairseq-train seeds numpy with it, which takes 0 .. 2**32 - 1
 POSITIVE_OR_EMPTY = ("PATIENCE", "THREADS", "PARSE_JOBS")  # empty: off (PATIENCE), torch's default, ...
 NON_NEGATIVE_OR_EMPTY = ("SHARD_ID",)
 NUMBERS = {  # name: (lowest, highest, whether the lowest itself is allowed)
@@ -30,7 +35,7 @@ NUMBERS = {  # name: (lowest, highest, whether the lowest itself is allowed)
 }
 SWITCHES = ("LOWERCASE", "COMPOUND_SPLIT", "LENIENT", "SKIP_DOWNLOAD", "AGGRESSIVE_DASH")  # 0 off, 1 on
 CHOICES = {"STOP_METRIC": ("loss", "bleu"), "DECODE_CHECKPOINT": ("average", "best"), "FP16": ("auto", "0", "1"),
-           "PARSER": ("treebank", "stanza"), "MODEL_SIZE": ("base", "big")}
+           "PARSER": ("treebank", "stanza"), "MODEL_SIZE": ("base", "big"), "NEWS_COMMENTARY": ("v9", "v12")}
 NOT_EMPTY = ("SRC", "TGT", "WORKDIR", "MULTI30K_TEST", "SEEDS", "SYSTEMS")
 INTEGER = re.compile(r"[0-9]+$")
 
@@ -51,6 +56,8 @@ def check_value(name: str, value: str, registry):
             x = float(value)
         except ValueError:
             return "must be a number"
+        if not math.isfinite(x):  # nan passes every comparison below; inf is no rate nor probability
+            return "must be a finite number"
         if (low is not None and (x < low or (x == low and not low_ok))) or (high is not None and x >= high):
             bounds = [f"at least {low}" if low_ok else f"above {low}"] if low is not None else []
             return "must be " + " and ".join(bounds + ([f"below {high}"] if high is not None else []))
@@ -60,10 +67,19 @@ def check_value(name: str, value: str, registry):
         return "must be one of " + ", ".join(CHOICES[name])
     if name == "FROM_STEP" and not (INTEGER.match(value) and 1 <= int(value) <= 9):
         return "must be a step number, 1 to 9"
+    if name == "SEED" and INTEGER.match(value) and int(value) > MAX_SEED:
+        return f"must be at most {MAX_SEED} (fairseq seeds numpy with it)"
     if name == "SEEDS":
         bad = [s for s in value.split() if not INTEGER.match(s)]
         if bad:
             return f"must be seed numbers separated by spaces, e.g. SEEDS=\"1 2 3\" ({bad[0]!r} is not one)"
+        big = [s for s in value.split() if int(s) > MAX_SEED]
+        if big:
+            return f"must be seed numbers of at most {MAX_SEED} (fairseq seeds numpy with them; {big[0]!r} is not one)"
+        seeds = [int(s) for s in value.split()]
+        twice = sorted({s for s in seeds if seeds.count(s) > 1})
+        if twice:  # the same seed twice is the same run twice: a mean and sd over copies
+            return f"names seed {', '.join(map(str, twice))} more than once: each seed is one training run"
     if registry is not None:
         if name in ("SYSTEMS", "MULTI_SEED_SYSTEMS", "SYSTEM"):
             unknown = [s for s in value.split() if s not in registry.SYSTEMS]
@@ -75,16 +91,26 @@ def check_value(name: str, value: str, registry):
     return None
 
 
-def check_together(settings: dict):
-    """Problems of two settings together."""
+def check_together(settings: dict, given=(), registry=None):
+    """Problems of two settings together (GIVEN: the names the user set, see --given)."""
+    problems = []
     systems = settings.get("SYSTEMS", "").split()
     baseline = settings.get("BASELINE", "transformer")
+    # a multi-seed system must be one of the table's; the recipe's default list may name others
+    # (multi30k's: transformer mgsa_syntactic, whatever SYSTEMS is), the user's may not
+    if "MULTI_SEED_SYSTEMS" in given and "SYSTEMS" in settings:
+        outside = [s for s in settings.get("MULTI_SEED_SYSTEMS", "").split() if s not in systems
+                   and (registry is None or s in registry.SYSTEMS)]  # an unknown name is told as such
+        if outside:
+            problems.append(f"MULTI_SEED_SYSTEMS='{settings['MULTI_SEED_SYSTEMS']}' names {', '.join(outside)}, not "
+                            f"in SYSTEMS ({' '.join(systems)}): only the systems of SYSTEMS are trained; add "
+                            f"{'them' if len(outside) > 1 else 'it'} to SYSTEMS or leave {'them' if len(outside) > 1 else 'it'} out")
     # step 09 compares with BASELINE when there are two systems or more; the default baseline
     # absent from SYSTEMS is replaced by the first system (system_steps.sh: step_compare)
     if len(systems) > 1 and baseline != "transformer" and baseline not in systems:
-        return [f"BASELINE='{baseline}' is not one of SYSTEMS ({' '.join(systems)}): step 09 compares every "
-                f"system with it"]
-    return []
+        problems.append(f"BASELINE='{baseline}' is not one of SYSTEMS ({' '.join(systems)}): step 09 compares every "
+                        f"system with it")
+    return problems
 
 
 def load_registry(user_dir: str):
@@ -105,6 +131,7 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--user-dir", default="", help="the fairseq_mgsa package directory (default: the one Python finds)")
     p.add_argument("--prog", default="check_settings.py", help="the name the error line starts with")
+    p.add_argument("--given", default="", help="the names of the settings the user gave (space-separated)")
     a = p.parse_args(argv)
     settings = dict(item.split("=", 1) for item in sys.stdin.read().split("\0") if "=" in item)
     registry = load_registry(a.user_dir)
@@ -113,7 +140,7 @@ def main(argv=None):
         wrong = check_value(name, value, registry)
         if wrong:
             problems.append(f"{name}='{value}' {wrong}")
-    problems += check_together(settings)
+    problems += check_together(settings, a.given.split(), registry)
     if problems:
         print(f"{a.prog}: error: " + "; ".join(problems), file=sys.stderr)
         return 1

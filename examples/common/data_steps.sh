@@ -42,7 +42,7 @@ step_tokenize() {
         > "$tok/full/$split.$lang.partial"
       replace_if_changed "$tok/full/$split.$lang.partial" "$tok/full/$split.$lang"
       same_lines "$RAW_DIR/$split.$lang" "$tok/full/$split.$lang"
-      mark_done "02_tokenize.$split.$lang" "$how"
+      mark_done "02_tokenize.$split.$lang" "$how" "$RAW_DIR/$split.$lang"
     done
     if in_list "$split" "$CLEAN_SPLITS"; then
       python "$COMMON_DIR/clean_corpus.py" "$tok/full/$split" "$cased/$split.new" "$SRC" "$TGT" \
@@ -113,8 +113,9 @@ step_parse() {
   done
 }
 
-# parse_inputs: the files step 03 reads (the text it parses, the gold trees or the trained
-# parser's record): a change in one redoes the step (and a parse shard, for the text and parser).
+# parse_inputs: the files step 03 reads (the text it parses, the gold trees, or the parser: a
+# trained parser's record and stanza's PARSER_LANG models): a change in one, or another path
+# (another TREES_DIR, STANZA_DIR, PARSER_LANG or SRC), redoes the step and its parse shards.
 parse_inputs() {
   local split
   for split in "${SPLITS[@]}"; do
@@ -122,7 +123,7 @@ parse_inputs() {
     echo "$(cased_dir)/$split.$SRC"
     if [ -n "$TREES_DIR" ]; then echo "$TREES_DIR/$split.$SRC.tree"; fi
   done
-  if [ -z "$TREES_DIR" ]; then echo "$STANZA_DIR/mgsa_parser.json"; fi
+  if [ -z "$TREES_DIR" ]; then echo "$STANZA_DIR/mgsa_parser.json"; echo "$STANZA_DIR/$PARSER_LANG"; fi
 }
 
 # run_parse: step 03, redone when its inputs (parse_inputs) or where the trees come from changed.
@@ -192,7 +193,7 @@ parse_shard() {
     --parser-batch-size "$PARSER_BATCH_SIZE" --num-shards "$NUM_SHARDS" --shard-id "$i" \
     > "$WORKDIR/logs/parse.shard$i.log" 2>&1 \
     || die "parsing shard $i failed: see $WORKDIR/logs/parse.shard$i.log"
-  mark_done "03_parse.shard$i-of-$NUM_SHARDS"
+  mark_done "03_parse.shard$i-of-$NUM_SHARDS" "" "${inputs[@]}"
 }
 
 # step_parse_shard_only: SHARD_ID set (one task of a SLURM array): parse that shard and stop;
@@ -312,6 +313,8 @@ preprocess_for_systems() {
     for marker in 05_preprocess 05_preprocess.text; do rm -f "$WORKDIR/.done/$marker"; done
   fi
   local tree_settings="BPE_MERGES=$BPE_MERGES LEVELS=$LEVELS LENIENT=$LENIENT"
+  # the binaries' place among the files: binaries kept in another DATA_BIN are not these
+  text+=("$DATA_BIN/dict.$SRC.txt")
   if [ "$trees" = yes ]; then
     run_step 05_preprocess step_preprocess "$tree_settings" "$codes" "${text[@]}" "${with_trees[@]}"
   elif is_done 05_preprocess "$tree_settings" "$codes" "${text[@]}" "${with_trees[@]}"; then

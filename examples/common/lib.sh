@@ -14,27 +14,71 @@ die() { echo "$(basename "$0"): error: $*" >&2; exit 1; }
 need() { command -v "$1" >/dev/null 2>&1 || die "'$1' not found${2:+: $2}"; }
 
 # Step markers, for resuming: a step (or part of one) that finished leaves $WORKDIR/.done/NAME,
-# the date and then the settings it was made with (e.g. "BPE_MERGES=8000 LEVELS=3"). It is done
-# while its marker is there, made with the same settings, and none of its input files is newer
+# the date, the settings it was made with (e.g. "BPE_MERGES=8000 LEVELS=3") and the paths of the
+# input files it read. It is done while its marker is there, made with the same settings from
+# the same files (RAW_DIR, TREES_DIR, SRC-TGT ... name them), and none of those files is newer
 # than the marker; otherwise a rerun redoes it and says why. Delete the marker to redo it anyway.
-# (A marker without a settings line, written before they were recorded, matches any settings.)
+# (A marker without a settings or inputs line, written before they were recorded, matches any.)
+# SETTINGS written "NAME=value; NAME=value; ..." (values may hold spaces) are told apart by name:
+# the reason names only those that changed.
 #   stale_reason NAME [SETTINGS [INPUT...]]: why the marker no longer stands (nothing when it does or is absent)
-#   is_done NAME [SETTINGS [INPUT...]]; mark_done NAME [SETTINGS]
+#   is_done NAME [SETTINGS [INPUT...]]; mark_done NAME [SETTINGS [INPUT...]]
 stale_reason() {
-  local marker=$WORKDIR/.done/$1 settings=${2-} old f
+  local marker=$WORKDIR/.done/$1 settings=${2-} old f i was=() now=()
   [ -f "$marker" ] || return 0
   shift
   [ $# -gt 0 ] && shift
   if [ "$(wc -l < "$marker")" -ge 2 ]; then
     old=$(sed -n 2p "$marker")
-    [ "$old" = "$settings" ] || { echo "made with ${old:-no settings}, now ${settings:-none}"; return 0; }
+    [ "$old" = "$settings" ] || { echo "made with $(settings_change "$old" "$settings")"; return 0; }
+  fi
+  if [ "$(wc -l < "$marker")" -ge 3 ]; then
+    mapfile -t was < <(sed -n '3,$p' "$marker")
+    mapfile -t now < <(marker_paths "$@")
+    if [ "${was[*]}" != "${now[*]}" ]; then
+      for ((i = 0; i < ${#was[@]} || i < ${#now[@]}; i++)); do
+        if [ "${was[i]-}" != "${now[i]-}" ]; then echo "made from ${was[i]:-fewer files}, now ${now[i]:-fewer files}"; return 0; fi
+      done
+    fi
   fi
   for f in "$@"; do
     if [ "$f" -nt "$marker" ]; then echo "$f changed since"; return 0; fi
   done
 }
+# settings_change OLD NEW: "OLD, now NEW"; for settings written "NAME=value; ...", only the
+# NAMEs whose value differs ("SEED=1, now SEED=2").
+settings_change() {
+  if [[ "$1" != *"; "* && "$2" != *"; "* ]]; then echo "${1:-no settings}, now ${2:-none}"; return; fi
+  awk -v old="$1" -v new="$2" 'function parse(s, into, order,   n, i, items, k) {
+      n = split(s, items, "; ")
+      for (i = 1; i <= n; i++) { k = items[i]; sub(/=.*/, "", k); into[k] = items[i]; order[++order[0]] = k }
+    }
+    BEGIN {
+      parse(old, a, ka); parse(new, b, kb)
+      for (i = 1; i <= ka[0]; i++) {
+        k = ka[i]
+        if (!(k in b)) { was = was sep a[k]; now = now sep k " not set"; sep = "; " }
+        else if (a[k] != b[k]) { was = was sep a[k]; now = now sep b[k]; sep = "; " }
+      }
+      for (i = 1; i <= kb[0]; i++) { k = kb[i]; if (!(k in a)) { was = was sep k " not set"; now = now sep b[k]; sep = "; " } }
+      print was ", now " now
+    }'
+}
 is_done() { [ -f "$WORKDIR/.done/$1" ] && [ -z "$(stale_reason "$@")" ]; }
-mark_done() { mkdir -p "$WORKDIR/.done" && { date; printf '%s\n' "${2-}"; } > "$WORKDIR/.done/$1"; }
+mark_done() {
+  local name=$1 settings=${2-}
+  shift
+  [ $# -gt 0 ] && shift
+  mkdir -p "$WORKDIR/.done" && { date; printf '%s\n' "$settings"; [ $# = 0 ] || marker_paths "$@"; } > "$WORKDIR/.done/$name"
+}
+# marker_paths PATH...: one a line, those inside WORKDIR relative to it (a WORKDIR moved or copied
+# elsewhere keeps its markers).
+marker_paths() {
+  local f
+  for f in "$@"; do
+    case $f in "$WORKDIR"/*) echo "${f#"$WORKDIR"/}" ;; *) echo "$f" ;; esac
+  done
+}
 
 # run_step NAME FUNCTION [SETTINGS [INPUT...]]: run FUNCTION unless step NAME is done with these
 # SETTINGS and INPUT files (see is_done); mark it done after.
@@ -51,7 +95,7 @@ run_step() {
     rm -f "$WORKDIR/.done/$name"
   fi
   "$fn"
-  mark_done "$name" "${1-}"
+  mark_done "$name" "$@"
   log "$name: done"
 }
 
@@ -77,6 +121,14 @@ need_files() {
   for f in "$@"; do [ -s "$f" ] || die "$f not found (or empty)"; done
 }
 
+# download_products: what 01_download.sh leaves: the raw splits in RAW_DIR, and stanza's
+# PARSER_LANG models in STANZA_DIR unless gold trees are given (TREES_DIR); one path a line.
+download_products() {
+  local split lang
+  for split in train valid test; do for lang in "$SRC" "$TGT"; do echo "$RAW_DIR/$split.$lang"; done; done
+  [ -n "$TREES_DIR" ] || echo "$STANZA_DIR/$PARSER_LANG/constituency"
+}
+
 # check_raw: stop unless RAW_DIR holds the parallel splits {train,valid,test}.{SRC,TGT}; log their sizes.
 check_raw() {
   local split lang
@@ -87,11 +139,13 @@ check_raw() {
   log "raw corpus in $RAW_DIR: $(lines "$RAW_DIR/train.$SRC") train, $(lines "$RAW_DIR/valid.$SRC") valid, $(lines "$RAW_DIR/test.$SRC") test pairs"
 }
 
-# exit_if_downloaded [SETTINGS]: end the download script (status 0) when SKIP_DOWNLOAD=1 (after
-# checking RAW_DIR) or when the download is done already with the same SETTINGS (the recipe's
-# choice of files, e.g. "MULTI30K_TEST=test_2016_flickr"); the script marks it done with them.
+# exit_if_downloaded [SETTINGS [PRODUCT...]]: end the download script (status 0) when
+# SKIP_DOWNLOAD=1 (after checking RAW_DIR) or when the download is done already with the same
+# SETTINGS (the recipe's choice of files, e.g. "MULTI30K_TEST=test_2016_flickr") and every
+# PRODUCT (a file or folder it writes: RAW_DIR's, the parser's models) is there, where the
+# settings now put it; the script marks it done with them.
 exit_if_downloaded() {
-  local reason
+  local reason f
   if [ "$SKIP_DOWNLOAD" = 1 ]; then
     log "SKIP_DOWNLOAD=1: using the files in $RAW_DIR"
     check_raw
@@ -99,6 +153,9 @@ exit_if_downloaded() {
   fi
   if [ -f "$WORKDIR/.done/01_download" ]; then
     reason=$(stale_reason 01_download "${1-}")
+    if [ -z "$reason" ] && [ $# -gt 1 ]; then
+      for f in "${@:2}"; do [ -e "$f" ] || { reason="$f is not there"; break; }; done
+    fi
     if [ -z "$reason" ]; then
       log "01_download: done already (delete $WORKDIR/.done/01_download to redo it)"
       exit 0

@@ -26,7 +26,10 @@ SYSTEM=${SYSTEM:-mgsa_syntactic}   # the paper's full MG-SA
 SYSTEM_ARGS=${SYSTEM_ARGS:-}       # options after the system's own, e.g. --mgsa-interaction lstm (an ablation)
 SEED=${SEED:-1}
 SEEDS=${SEEDS:-1}                  # run_all.sh: every system is trained with each (run names get _seedN)
-RUN_NAME=${RUN_NAME:-$SYSTEM${RUN_SUFFIX:-}}
+if [ -z "${RUN_NAME:-}" ]; then     # as run_all.sh names runs (system_steps.sh: run_name)
+  RUN_NAME=$SYSTEM${RUN_SUFFIX:-}
+  [ "$SEED" = 1 ] || RUN_NAME+=_seed$SEED
+fi
 CKPT_DIR=${CKPT_DIR:-$WORKDIR/checkpoints/$RUN_NAME}
 BASELINE=${BASELINE:-transformer}  # step 9 compares every system with it
 WARMUP=${WARMUP:-4000}
@@ -55,12 +58,15 @@ source "$(dirname "${BASH_SOURCE[0]}")/system_steps.sh"
 
 # check_settings: every setting a step reads (the recipe's variables, from its defaults.sh and the
 # environment), checked before any step works; a bad one stops the script with one line naming
-# each (examples/common/check_settings.py). Run below, so every step script runs it.
+# each (examples/common/check_settings.py). Run below, so every step script runs it. The names
+# the environment gave (exported; defaults.sh exports nothing) go with them: a few checks concern
+# only what the user set.
 check_settings() {
   local name
   for name in $(compgen -v); do
     if [[ "$name" =~ ^[A-Z][A-Z0-9_]*$ ]]; then printf '%s=%s\0' "$name" "${!name-}"; fi
-  done | python "$COMMON_DIR/check_settings.py" --prog "$(basename "$0")" --user-dir "${USER_DIR:-}" || exit 1
+  done | python "$COMMON_DIR/check_settings.py" --prog "$(basename "$0")" --user-dir "${USER_DIR:-}" \
+    --given "$(compgen -e | tr '\n' ' ')" || exit 1   # exported: from the environment, not defaults.sh
 }
 
 # a typo in any setting stops here, before the step works (not hours later in the step that reads it)

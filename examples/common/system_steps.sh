@@ -33,24 +33,71 @@ data_fingerprint() {
     "valid.$pair.$SRC.idx" "valid.$pair.$TGT.idx" 2>&1) | cksum | cut -d' ' -f1
 }
 
-# run_train: step 06 (its marker names the run and MAX_UPDATE), redone when the data changed;
-# step_train then refuses to resume checkpoints trained on other data.
+# run_settings: every setting a run's model depends on but MAX_UPDATE and the data, "NAME=value;
+# ...": the system (its registry options included), the seed, the optimisation, the batch
+# (GPUs x MAX_TOKENS x UPDATE_FREQ), fp16, where it stops (PATIENCE ...) and which checkpoints
+# it keeps (what step 07 averages), the other fairseq options. Not here: MAX_UPDATE (raised, the
+# run resumes; see step_train) and what only changes speed or logs (THREADS, LOG_INTERVAL).
+run_settings() {
+  local sys_opts=() half=0 kept
+  system_train_args "$SYSTEM" "$ARCH_SIZE" sys_opts
+  [ -z "$(fp16_flags)" ] || half=1
+  if [ -n "${PATIENCE:-}" ]; then
+    kept="PATIENCE=$PATIENCE; VALID_INTERVAL=$VALID_INTERVAL; STOP_METRIC=$STOP_METRIC"
+  else
+    kept="PATIENCE=; SAVE_INTERVAL_UPDATES=$SAVE_INTERVAL_UPDATES"
+  fi
+  echo "SYSTEM=$SYSTEM; ARCH_SIZE=$ARCH_SIZE; system options=${sys_opts[*]}; SYSTEM_ARGS=${SYSTEM_ARGS:-}; SEED=$SEED; LR=$LR; DROPOUT=$DROPOUT; WEIGHT_DECAY=$WEIGHT_DECAY; WARMUP=$WARMUP; WARMUP_INIT_LR=$WARMUP_INIT_LR; LABEL_SMOOTHING=$LABEL_SMOOTHING; batch=$(( (${GPUS:-0} > 0 ? GPUS : 1) * MAX_TOKENS * UPDATE_FREQ )) tokens; fp16=$half; $kept; AVG_N=$AVG_N; FAIRSEQ_EXTRA=${FAIRSEQ_EXTRA:-}"
+}
+
+# run_train: step 06 (its marker names the run and MAX_UPDATE), done while its data
+# (data_fingerprint) and every setting of run_settings are those it was made with; else
+# redone, and step_train refuses to resume checkpoints trained on other data or settings.
 run_train() {
-  run_step "06_train.$RUN_NAME.$MAX_UPDATE" step_train "data $(data_fingerprint)"
+  RUN_SETTINGS=$(run_settings) || exit 1
+  run_step "06_train.$RUN_NAME.$MAX_UPDATE" step_train "data=$(data_fingerprint); $RUN_SETTINGS"
+}
+
+# checkpoint_updates FILE: the update count of a fairseq checkpoint; nothing when it cannot be
+# read (fairseq-train then says why).
+checkpoint_updates() {
+  python - "$1" <<'PY' 2>/dev/null || true
+import sys
+import torch
+try:
+    state = torch.load(sys.argv[1], map_location="cpu", mmap=True, weights_only=False)
+    print(int(state["optimizer_history"][-1]["num_updates"]))
+except Exception:
+    pass
+PY
 }
 
 # 06: fairseq-train (settings: see the numbered script), resuming from
 # CKPT_DIR/checkpoint_last.pt when there is one (fairseq does that by itself), unless those
-# checkpoints were trained on other data (CKPT_DIR/data_fingerprint, see data_fingerprint).
+# checkpoints were trained on other data (CKPT_DIR/data_fingerprint, see data_fingerprint) or
+# with other settings (CKPT_DIR/run_settings, see run_settings), or went past MAX_UPDATE: a
+# resumed run must be the run these settings would train from its start.
 step_train() {
   need fairseq-train "install fairseq-mgsa (bash scripts/install.sh)"
   check_user_dir
   need_files "$DATA_BIN/dict.$SRC.txt"
-  local sys_opts=() sys_extra=() extra=() stop=() fp16_flag out data
+  local sys_opts=() sys_extra=() extra=() stop=() fp16_flag out data old updates
   data=$(data_fingerprint)
+  RUN_SETTINGS=${RUN_SETTINGS:-$(run_settings)}
   if [ -f "$CKPT_DIR/checkpoint_last.pt" ] && [ -f "$CKPT_DIR/data_fingerprint" ] \
       && [ "$(cat "$CKPT_DIR/data_fingerprint")" != "$data" ]; then
     die "the data in $DATA_BIN changed since the checkpoints in $CKPT_DIR were trained (its dictionary or training text: BPE_MERGES, the corpus or its tokenisation): delete $CKPT_DIR to train $RUN_NAME afresh"
+  fi
+  # (checkpoints from before the settings were recorded have no run_settings: resumed as before)
+  if [ -f "$CKPT_DIR/checkpoint_last.pt" ] && [ -f "$CKPT_DIR/run_settings" ]; then
+    old=$(cat "$CKPT_DIR/run_settings")
+    [ "$old" = "$RUN_SETTINGS" ] || die "the checkpoints in $CKPT_DIR were trained with other settings ($(settings_change "$old" "$RUN_SETTINGS")): resuming them would not be that run; delete $CKPT_DIR to train $RUN_NAME afresh, or give the new run its own name (run_all.sh: RUN_SUFFIX=...; a step script: RUN_NAME=...)"
+  fi
+  if [ -f "$CKPT_DIR/checkpoint_last.pt" ]; then
+    updates=$(checkpoint_updates "$CKPT_DIR/checkpoint_last.pt")
+    if [ -n "$updates" ] && [ "$updates" -gt "$MAX_UPDATE" ]; then
+      die "$CKPT_DIR/checkpoint_last.pt is at update $updates, past MAX_UPDATE=$MAX_UPDATE: fairseq would stop at once and step 07 would decode a model of $updates updates; raise MAX_UPDATE, or delete $CKPT_DIR to train $RUN_NAME afresh"
+    fi
   fi
   system_train_args "$SYSTEM" "$ARCH_SIZE" sys_opts
   if [ -n "${PATIENCE:-}" ]; then   # stopped on validation, MAX_UPDATE the cap (stopping.py)
@@ -68,6 +115,7 @@ step_train() {
   fp16_flag=$(fp16_flags)
   mkdir -p "$CKPT_DIR"
   echo "$data" > "$CKPT_DIR/data_fingerprint"
+  echo "$RUN_SETTINGS" > "$CKPT_DIR/run_settings"
   log "training $RUN_NAME: $SYSTEM = ${sys_opts[*]}${sys_extra[*]:+ ${sys_extra[*]}}; ${GPUS:-0} GPUs x max tokens $MAX_TOKENS x update freq $UPDATE_FREQ, lr $LR, dropout $DROPOUT, $MAX_UPDATE updates${PATIENCE:+ at most (stopped after $PATIENCE validations every $VALID_INTERVAL updates without a better $STOP_METRIC)}${fp16_flag:+, fp16} -> $CKPT_DIR"
   # shellcheck disable=SC2086  # $fp16_flag is empty or one word
   fairseq-train "$DATA_BIN" --user-dir "$USER_DIR" "${sys_opts[@]}" "${sys_extra[@]}" \
@@ -100,7 +148,14 @@ step_average_and_generate() {
     best) avg=$CKPT_DIR/checkpoint_best.pt; need_files "$avg" ;;
     *) die "DECODE_CHECKPOINT must be average or best (got '$DECODE_CHECKPOINT')" ;;
   esac
-  if { [ "$avg" -nt "$CKPT_DIR/checkpoint_last.pt" ] || [ "$DECODE_CHECKPOINT" = best ]; } \
+  fp16_flag=$(fp16_flags)
+  # what the hypotheses depend on besides the checkpoint and the test set (results/RUN/decode_settings)
+  local settings="DECODE_CHECKPOINT=$DECODE_CHECKPOINT; AVG_N=$AVG_N; BEAM=$BEAM; LENPEN=$LENPEN; fp16=${fp16_flag:+1}; GEN_EXTRA=${GEN_EXTRA:-}" old
+  [ "$DECODE_CHECKPOINT" = average ] || settings=${settings/; AVG_N=$AVG_N/}
+  old=$(cat "$out/decode_settings" 2>/dev/null || true)
+  if [ -f "$out/hyp.tok" ] && [ "$old" != "$settings" ]; then
+    log "07: decoding again: $out/hyp.tok was made with $(settings_change "${old:-settings not recorded}" "$settings")"
+  elif { [ "$avg" -nt "$CKPT_DIR/checkpoint_last.pt" ] || [ "$DECODE_CHECKPOINT" = best ]; } \
       && [ "$out/hyp.tok" -nt "$CKPT_DIR/checkpoint_last.pt" ] && [ "$out/hyp.tok" -nt "$avg" ] \
       && [ "$out/hyp.tok" -nt "$DATA_BIN/test.$SRC-$TGT.$SRC.bin" ]; then
     if [ "$DECODE_CHECKPOINT" = average ]; then
@@ -110,8 +165,8 @@ step_average_and_generate() {
     fi
     return 0
   fi
-  fp16_flag=$(fp16_flags)
   mkdir -p "$out"
+  rm -f "$out/decode_settings"
   if [ "$DECODE_CHECKPOINT" = average ]; then
     python "$COMMON_DIR/average_checkpoints.py" "$CKPT_DIR" --num "$AVG_N" --output "$avg"
   fi
@@ -131,6 +186,7 @@ step_average_and_generate() {
   n_hyp=$(lines "$out/hyp.tok.partial"); n_ref=$(lines "$WORKDIR/tok/test.$TGT")
   [ "$n_hyp" = "$n_ref" ] || die "$out/generate-test.txt has $n_hyp hypotheses for the $n_ref sentences of $WORKDIR/tok/test.$TGT"
   mv "$out/hyp.tok.partial" "$out/hyp.tok"
+  echo "$settings" > "$out/decode_settings"
   log "$n_hyp hypotheses -> $out/hyp.tok"
 }
 
@@ -151,7 +207,13 @@ step_score() {
   need sacremoses "pip install sacremoses"
   local out=$WORKDIR/results/$RUN_NAME lc=() name="tokenized BLEU" detok_name="detokenized sacreBLEU"
   need_files "$out/hyp.tok" "$WORKDIR/tok/test.$TGT" "$RAW_DIR/test.$TGT"
-  if [ "$out/bleu.txt" -nt "$out/hyp.tok" ] && [ "$out/bleu.txt" -nt "$RAW_DIR/test.$TGT" ] \
+  # what the scores depend on besides the files (results/RUN/score_settings)
+  local settings old
+  settings="LOWERCASE=$LOWERCASE; COMPOUND_SPLIT=$COMPOUND_SPLIT; references=$(marker_paths "$RAW_DIR/test.$TGT")"
+  old=$(cat "$out/score_settings" 2>/dev/null || true)
+  if [ -f "$out/bleu.txt" ] && [ "$old" != "$settings" ]; then
+    log "08: scoring again: $out/bleu.txt was made with $(settings_change "${old:-settings not recorded}" "$settings")"
+  elif [ "$out/bleu.txt" -nt "$out/hyp.tok" ] && [ "$out/bleu.txt" -nt "$RAW_DIR/test.$TGT" ] \
       && [ "$out/bleu.txt" -nt "$WORKDIR/tok/test.$TGT" ]; then
     log "08_score: done already ($out/bleu.txt is newer than $out/hyp.tok and the references)"
     cat "$out/bleu.txt"
@@ -174,20 +236,22 @@ step_score() {
   sacrebleu "$out/ref.tok.bleu" -i "$out/hyp.tok.bleu" -m bleu --tokenize none -w 2 -f json > "$out/bleu.tok.json"
   sacrebleu "$RAW_DIR/test.$TGT" -i "$out/hyp.detok" -m bleu "${lc[@]}" -w 2 -f json > "$out/bleu.detok.json"
   {
-    echo "run: $RUN_NAME (system $SYSTEM), test set: $(lines "$out/hyp.tok") sentences"
+    echo "run: $RUN_NAME (system $SYSTEM, seed $SEED), test set: $(lines "$out/hyp.tok") sentences"
     bleu_line "$name" "$out/bleu.tok.json"
     bleu_line "$detok_name" "$out/bleu.detok.json"
   } > "$out/bleu.txt.partial"
   mv "$out/bleu.txt.partial" "$out/bleu.txt"
+  echo "$settings" > "$out/score_settings"
   cat "$out/bleu.txt"
 }
 
 # run_name SYSTEM SEED: a run's name (results/NAME, checkpoints/NAME): SYSTEM, then RUN_SUFFIX
-# (e.g. _big), then _seedSEED when SEEDS holds several training seeds.
+# (e.g. _big), then _seedSEED when SEEDS holds several training seeds or SEED is not 1 (so that
+# SEEDS=1 then SEEDS=2 in one WORKDIR are two runs; preamble.sh names a step script's run so too).
 run_name() {
   local seeds=()
   read -r -a seeds <<< "${SEEDS:-1}"
-  if [ "${#seeds[@]}" -gt 1 ]; then echo "$1${RUN_SUFFIX:-}_seed$2"; else echo "$1${RUN_SUFFIX:-}"; fi
+  if [ "${#seeds[@]}" -gt 1 ] || [ "$2" != 1 ]; then echo "$1${RUN_SUFFIX:-}_seed$2"; else echo "$1${RUN_SUFFIX:-}"; fi
 }
 
 # seeds_of SYSTEM: the training seeds of SYSTEM: all of SEEDS when it is one of

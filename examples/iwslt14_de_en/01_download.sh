@@ -19,7 +19,8 @@ case "$SRC-$TGT" in
   de-en|en-de) ;;
   *) die "DIRECTION (or SRC/TGT) must be de-en or en-de (got $SRC-$TGT)" ;;
 esac
-exit_if_downloaded "VALID_EVERY=$VALID_EVERY"
+mapfile -t PRODUCTS < <(download_products)
+exit_if_downloaded "VALID_EVERY=$VALID_EVERY" "${PRODUCTS[@]}"
 
 need curl "install curl, or fetch the data elsewhere and run with SKIP_DOWNLOAD=1 RAW_DIR=<its folder>"
 check_network "$IWSLT_URL"

@@ -12,7 +12,10 @@ source "$(dirname "${BASH_SOURCE[0]}")/defaults.sh"
 
 # the files chosen (a change redoes the step, and the steps after it whose input changes)
 SETTINGS="MULTI30K_TEST=$MULTI30K_TEST PARSER=$PARSER"
-exit_if_downloaded "$SETTINGS"
+# the raw splits, and the parser's treebank (PARSER=treebank) or stanza's models (PARSER=stanza)
+mapfile -t PRODUCTS < <(TREES_DIR=${TREES_DIR:-x} download_products)
+if [ "$PARSER" = treebank ]; then PRODUCTS+=("$TREEBANK_DIR/treebank/combined"); else PRODUCTS+=("$STANZA_DIR/$PARSER_LANG/constituency"); fi
+exit_if_downloaded "$SETTINGS" "${PRODUCTS[@]}"
 need curl "install curl, or fetch the data elsewhere and run with SKIP_DOWNLOAD=1 RAW_DIR=<its folder>"
 check_network "$MULTI30K_URL/train.$SRC.gz"
 ORIG=$WORKDIR/orig

@@ -23,11 +23,20 @@ export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}          # stanza is slower with tw
 # there). mgsa-train-parser builds the model in PARSER_DIR/partial and moves it into PARSER_DIR only
 # once it is complete: PARSER_DIR may be an existing (empty) folder, and a failed run leaves
 # PARSER_DIR's old model, if any, as it was.
+# The recipe's settings of the parser it trains, kept beside it (PARSER_DIR/recipe_settings): a
+# parser trained here with others is refused, not used as if made with these (one given from
+# elsewhere, without the file, is used as it is).
+parser_settings() { echo "PARSER_DEV=$PARSER_DEV; PARSER_TEST=$PARSER_TEST; PARSER_ARGS=$PARSER_ARGS"; }
+
 step_train_parser() {
-  local file missing=()
+  local file missing=() old split_settings=$TREEBANK_DIR/split/settings
   if [ -f "$PARSER_DIR/mgsa_parser.json" ]; then
     for file in pretrain.pt pos.pt constituency.pt; do [ -s "$PARSER_DIR/$file" ] || missing+=("$file"); done
     if [ "${#missing[@]}" = 0 ]; then
+      if [ -f "$PARSER_DIR/recipe_settings" ] && [ "$(cat "$PARSER_DIR/recipe_settings")" != "$(parser_settings)" ]; then
+        old=$(cat "$PARSER_DIR/recipe_settings")
+        die "the parser in $PARSER_DIR was trained with other settings ($(settings_change "$old" "$(parser_settings)")): delete $PARSER_DIR to train it with these, or set them back"
+      fi
       log "using the parser trained already in $PARSER_DIR (delete it to retrain)"
       return 0
     fi
@@ -36,11 +45,13 @@ step_train_parser() {
   need mgsa-train-parser "install fairseq-mgsa (bash scripts/install.sh)"
   local split=$TREEBANK_DIR/split extra=()
   need_files "$WORKDIR/tok/train.$SRC"
-  if [ ! -s "$split/test.mrg" ]; then
+  # the split is made again when PARSER_DEV or PARSER_TEST changed since
+  if [ ! -s "$split/test.mrg" ] || [ "$(cat "$split_settings" 2>/dev/null)" != "PARSER_DEV=$PARSER_DEV; PARSER_TEST=$PARSER_TEST" ]; then
     [ -d "$TREEBANK_DIR/treebank/combined" ] \
       || die "no treebank in $TREEBANK_DIR/treebank/combined: run 01_download.sh (or give a trained parser with PARSER_DIR, or PARSER=stanza)"
     python "$COMMON_DIR/split_treebank.py" --trees "$TREEBANK_DIR/treebank/combined" --out "$split" \
       --dev "$PARSER_DEV" --test "$PARSER_TEST"
+    echo "PARSER_DEV=$PARSER_DEV; PARSER_TEST=$PARSER_TEST" > "$split_settings"
   fi
   split_words PARSER_ARGS extra
   mkdir -p "$WORKDIR/logs"
@@ -51,6 +62,7 @@ step_train_parser() {
     --unseen-dev-labels drop --wordvec-text "$WORKDIR/tok/train.$SRC" --lang "$SRC" --out "$PARSER_DIR" "${extra[@]}" \
     > "$WORKDIR/logs/parser.log" 2>&1 \
     || die "mgsa-train-parser failed: $(tail -n 1 "$WORKDIR/logs/parser.log") (log: $WORKDIR/logs/parser.log)"
+  parser_settings > "$PARSER_DIR/recipe_settings"
 }
 
 # parser_test_f1: the test-split score of the parser in PARSER_DIR (from its record) -> PARSER_DIR/test_f1.txt.

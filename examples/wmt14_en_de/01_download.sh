@@ -13,7 +13,8 @@ set -euo pipefail
 # shellcheck source=defaults.sh
 source "$(dirname "${BASH_SOURCE[0]}")/defaults.sh"
 
-exit_if_downloaded "NEWS_COMMENTARY=$NEWS_COMMENTARY"
+mapfile -t PRODUCTS < <(download_products)
+exit_if_downloaded "NEWS_COMMENTARY=$NEWS_COMMENTARY" "${PRODUCTS[@]}"
 
 case "$NEWS_COMMENTARY" in
   v9) NC_URL=$STATMT/wmt14/training-parallel-nc-v9.tgz; NC=training/news-commentary-v9.de-en ;;

@@ -87,6 +87,15 @@ def test_wmt_download_from_a_local_mirror(tmp_path):
         assert (raw / f"valid.{lang}").read_text().splitlines() == side[25:30]
         assert (raw / f"test.{lang}").read_text().splitlines() == side[30:]
     assert "01_download: done already" in bash(script, env).stdout
+    # issue 45, point 2 (the markers): without TREES_DIR the parser's models are part of the
+    # download; the marker said "done already" and step 03 then sent the user back to step 01.
+    # Now a product not there redoes the step (here stanza's hub is unreachable: one line).
+    models = tmp_path / "stanza"
+    proc = bash(script, dict(env, TREES_DIR="", STANZA_DIR=str(models),
+                             STANZA_RESOURCES_URL="http://mirror.invalid/stanza"), check=False)
+    assert f"01_download: redoing it: {models}/en/constituency is not there" in proc.stdout
+    assert proc.returncode == 1 and proc.stdout.strip().splitlines()[-1].startswith(
+        "01_download.sh: error: could not fetch stanza's models for 'en'")
 
 
 def test_iwslt_download_from_a_local_mirror(tmp_path):

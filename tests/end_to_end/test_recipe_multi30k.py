@@ -249,7 +249,7 @@ def test_a_failed_run_stops_there_and_run_all_fails(run, tmp_path):
     for later in ("translating the test set", "08_score", "hypotheses ->"):
         assert later not in failed  # steps 07 and 08 did not run after the failed 06
     assert (work / "results" / "transformer" / "bleu.txt").stat().st_mtime_ns == bleu_time
-    assert "run: transformer (system transformer)" not in proc.stdout.split("== ")[-1]  # its old BLEU not shown
+    assert "run: transformer (system transformer, seed 1)" not in proc.stdout.split("== ")[-1]  # its old BLEU not shown
     other = (work / "logs" / "mgsa_syntactic.log").read_text()[len(logs["mgsa_syntactic"]):]
     assert "translating the test set" in other and (work / "results" / "mgsa_syntactic" / "bleu.txt").exists()
 
@@ -336,3 +336,30 @@ def test_another_test_set_redoes_what_reads_it(run, tmp_path):
     hyps = (out / "hyp.detok").read_text(encoding="utf-8").split("\n")[:-1]
     assert json.loads((out / "bleu.detok.json").read_text())["score"] == round(
         sacrebleu.corpus_bleu(hyps, [refs]).score, 2)
+
+
+# --- issue 45 ----------------------------------------------------------------------------------
+
+def test_a_failure_mark_of_an_earlier_invocation_does_not_count(run, tmp_path):
+    """Point 4, what the user did: a RUN_JOBS=2 invocation in which one run failed (the
+    transformer's checkpoint_last.pt unreadable), the cause fixed (the checkpoint put back), and
+    everything rerun with RUN_JOBS=1. Every run succeeded, yet run_all.sh printed `error: runs
+    failed: transformer` from the first invocation's logs/transformer.failed and exited 1 before
+    the table. The outcome now comes from this invocation's runs: exit 0 and the table."""
+    work = tmp_path / "work"
+    shutil.copytree(run["work"], work)
+    ckpt = work / "checkpoints" / "transformer"
+    good = (ckpt / "checkpoint_last.pt").read_bytes()
+    (ckpt / "checkpoint_last.pt").write_bytes(b"not a checkpoint")
+    env = dict(run["env"], WORKDIR=str(work), MAX_UPDATE=str(MAX_UPDATE + VALID_INTERVAL), FROM_STEP="6")
+    proc = bash(os.path.join(RECIPE, "run_all.sh"), dict(env, RUN_JOBS="2"), check=False)
+    assert proc.returncode == 1 and "runs failed: transformer" in proc.stdout.strip().splitlines()[-1]
+    assert (work / "logs" / "transformer.failed").exists()
+
+    (ckpt / "checkpoint_last.pt").write_bytes(good)  # the cause fixed
+    proc = bash(os.path.join(RECIPE, "run_all.sh"), dict(env, RUN_JOBS="1"), check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "runs failed" not in proc.stdout and not (work / "logs" / "transformer.failed").exists()
+    assert f"06_train.transformer.{MAX_UPDATE + VALID_INTERVAL}: done" in proc.stdout
+    table = proc.stdout.split("== ")[-1]
+    assert "run: transformer (system transformer, seed 1)" in table and "against the baseline" in table

@@ -140,7 +140,7 @@ def test_one_hypothesis_per_test_line_and_bleu(recipe):
             assert "compounds split" in bleu
         for kind in ("tok", "detok"):
             assert 0 <= json.loads((out / f"bleu.{kind}.json").read_text())["score"] <= 100
-        assert f"run: {system} (system {system})" in recipe["first"].split("== ")[-1]  # run_all.sh's summary
+        assert f"run: {system} (system {system}, seed 1)" in recipe["first"].split("== ")[-1]  # run_all.sh's summary
 
 
 def test_run_all_ends_with_the_compare_table(recipe):
@@ -335,3 +335,95 @@ def test_parsing_in_shards_then_merging(recipe, tmp_path):
     assert all(f"parsing shard {i} of 3" in log for i in range(3))
     with open(work / "tok" / "train.en.tree", encoding="utf-8") as f:
         assert re.findall(r"\(NN ([^()\s]+)\)", f.readlines()[-1]) == ["one", "more", "line"]
+
+
+# --- issue 45, point 2: a run's settings decide "done" -----------------------------------------
+
+@pytest.mark.parametrize("recipe", ["wmt14_en_de"], indirect=True)
+def test_a_new_seed_trains_its_own_run(recipe, tmp_path):
+    """What the user did: `SEEDS=1 run_all.sh`, then `SEEDS=2 run_all.sh` in the same WORKDIR. Step 06
+    said "done already" and seed 1's model was scored as the seed-2 run. Now seed 2 is its own run
+    (mgsa_syntactic_seed2), trained from its start with seed 2, and seed 1's run is left as it was."""
+    system = recipe["systems"][0]
+    work = tmp_path / "work"
+    shutil.copytree(recipe["work"], work)
+    first = work / "checkpoints" / system
+    first_last = (first / "checkpoint_last.pt").read_bytes()
+    log = bash(recipe["script"], dict(recipe["env"], WORKDIR=str(work), SEEDS="2")).stdout
+    assert "done already" in log and f"06_train.{system}.{MAX_UPDATE}" not in log
+    assert f"training {system}_seed2: " in log and "Loaded checkpoint" not in log
+    ckpt = work / "checkpoints" / f"{system}_seed2"
+    train_log = (ckpt / "train.log").read_text()
+    assert "'seed': 2," in train_log and "'seed': 1," not in train_log
+    assert f"No existing checkpoint found {ckpt}/checkpoint_last.pt" in train_log  # fairseq's own word: a start, not a resume
+
+    import torch
+
+    def model(path):
+        return torch.load(path, map_location="cpu", weights_only=False)["model"]
+
+    seed1, seed2 = model(first / "checkpoint_last.pt"), model(ckpt / "checkpoint_last.pt")
+    assert any(not torch.equal(seed1[k], seed2[k]) for k in seed1 if torch.is_floating_point(seed1[k]))
+    assert (first / "checkpoint_last.pt").read_bytes() == first_last  # seed 1's run untouched
+    bleu = (work / "results" / f"{system}_seed2" / "bleu.txt").read_text()
+    assert bleu.startswith(f"run: {system}_seed2 (system {system}, seed 2), test set: {N_TEST} sentences")
+
+
+@pytest.mark.parametrize("recipe", ["wmt14_en_de"], indirect=True)
+def test_another_setting_for_a_trained_run_is_refused_in_one_line(recipe, tmp_path):
+    """A run trained, then one of its settings changed under the same run name (LR here; the seed
+    of a step script run alone; SYSTEM_ARGS): the marker, which recorded MAX_UPDATE and the data only, said "done
+    already"; without it fairseq resumed the old checkpoints. Now the step is redone and stops in one
+    line naming what changed, before fairseq starts; the checkpoints are left as they were."""
+    system = recipe["systems"][0]
+    work = tmp_path / "work"
+    shutil.copytree(recipe["work"], work)
+    ckpt = work / "checkpoints" / system
+    before = {p.name: p.stat().st_mtime_ns for p in ckpt.iterdir()}
+    env = dict(recipe["env"], WORKDIR=str(work), SYSTEM=system)
+    script = os.path.join(EXAMPLES, "wmt14_en_de", "06_train.sh")
+    for given, changed in ((dict(LR="2e-3"), "LR=1e-3, now LR=2e-3"),
+                           (dict(SEED="2", RUN_NAME=system), "SEED=1, now SEED=2"),
+                           (dict(SYSTEM_ARGS="--mgsa-interaction lstm"), "SYSTEM_ARGS=, now SYSTEM_ARGS=--mgsa-interaction lstm")):
+        proc = bash(script, dict(env, **given), check=False)
+        assert proc.returncode == 1, proc.stdout[-3000:]
+        if "LR" in given:  # the first: the marker then goes (a redo that failed leaves none)
+            assert f"06_train.{system}.{MAX_UPDATE}: redoing it: made with {changed}" in proc.stdout
+        assert proc.stdout.strip().splitlines()[-1] == (
+            f"06_train.sh: error: the checkpoints in {ckpt} were trained with other settings ({changed}): resuming "
+            f"them would not be that run; delete {ckpt} to train {system} afresh, or give the new run its own name "
+            f"(run_all.sh: RUN_SUFFIX=...; a step script: RUN_NAME=...)")
+        assert "fairseq_cli" not in proc.stdout
+    assert {p.name: p.stat().st_mtime_ns for p in ckpt.iterdir()} == before
+    # MAX_UPDATE lowered below the checkpoint's updates: fairseq would stop at once, the model of 6 updates
+    # standing for a run of 4
+    proc = bash(script, dict(env, MAX_UPDATE="4"), check=False)
+    assert proc.returncode == 1 and proc.stdout.strip().splitlines()[-1] == (
+        f"06_train.sh: error: {ckpt}/checkpoint_last.pt is at update {MAX_UPDATE}, past MAX_UPDATE=4: fairseq would "
+        f"stop at once and step 07 would decode a model of {MAX_UPDATE} updates; raise MAX_UPDATE, or delete {ckpt} "
+        f"to train {system} afresh")
+    # the settings as they were: the checkpoints are resumed, at their last update
+    log = bash(script, env).stdout
+    assert re.search(rf"Loaded checkpoint .*{system}/checkpoint_last\.pt \(epoch \d+ @ {MAX_UPDATE} updates\)", log), log[-3000:]
+
+
+@pytest.mark.parametrize("recipe", ["wmt14_en_de"], indirect=True)
+def test_decoding_and_scoring_are_redone_when_their_settings_change(recipe, tmp_path):
+    """Steps 07 and 08 were decided by file times alone: BEAM=3 kept the beam-2 hypotheses and
+    COMPOUND_SPLIT=0 the compound-split BLEU, "done already". Now each records its settings and is
+    redone, saying why, when they change."""
+    system = recipe["systems"][0]
+    work = tmp_path / "work"
+    shutil.copytree(recipe["work"], work)
+    out = work / "results" / system
+    env = dict(recipe["env"], WORKDIR=str(work), FROM_STEP="7")
+    log = bash(recipe["script"], dict(env, BEAM="3")).stdout
+    assert f"07: decoding again: {out}/hyp.tok was made with BEAM=2, now BEAM=3" in log
+    generated = (out / "generate-test.log").read_text()
+    assert "'beam': 3" in generated
+    assert "08: scoring again" not in log  # new hypotheses: redone by their time, settings unchanged
+    assert "08_score: done already" not in log
+    log = bash(recipe["script"], dict(env, BEAM="3", COMPOUND_SPLIT="0")).stdout
+    assert "07_average_and_generate: done already" in log
+    assert f"08: scoring again: {out}/bleu.txt was made with COMPOUND_SPLIT=1, now COMPOUND_SPLIT=0" in log
+    assert "compounds split" not in (out / "bleu.txt").read_text()

@@ -46,6 +46,24 @@ REGISTERED = ("transformer, transformer_matched, mgsa_ngram, mgsa_ngram_onlstm, 
     ("DECODE_CHECKPOINT", "last", "must be one of average, best"),
     ("MULTI_SEED_SYSTEMS", "transformer mgsa-syntactic", f"names no registered system: mgsa-syntactic (registered: "
                                                          f"{REGISTERED}; python -m fairseq_mgsa.systems lists them)"),
+    # issue 45, point 9: each of these passed the check and meant nothing (or a traceback hours later)
+    ("SEEDS", "1 1", "names seed 1 more than once: each seed is one training run"),
+    ("SEEDS", "3 1 03", "names seed 3 more than once: each seed is one training run"),
+    ("SEEDS", "1 4294967296", "must be seed numbers of at most 4294967295 (fairseq seeds numpy with them; "
+                              "'4294967296' is not one)"),
+    ("SEED", "4294967296", "must be at most 4294967295 (fairseq seeds numpy with it)"),
+    ("LR", "nan", "must be a finite number"),
+    ("DROPOUT", "nan", "must be a finite number"),
+    ("LR", "inf", "must be a finite number"),
+    ("LENPEN", "-inf", "must be a finite number"),
+    ("WEIGHT_DECAY", "NaN", "must be a finite number"),
+    ("LR", "-1e-3", "must be at least 0"),
+    ("LR", "fast", "must be a number"),
+    ("WARMUP", "0", "must be a whole number of at least 1"),  # fairseq's inverse_sqrt divides by it
+    ("NEWS_COMMENTARY", "v10", "must be one of v9, v12"),
+    ("MULTI_SEED_SYSTEMS", "transformer mgsa_ngram_onlstm",
+     "names mgsa_ngram_onlstm, not in SYSTEMS (transformer transformer_matched mgsa_ngram mgsa_syntactic "
+     "pba_interleaved_queryk hysan): only the systems of SYSTEMS are trained; add it to SYSTEMS or leave it out"),
 ])
 def test_a_bad_setting_stops_step_01_in_one_line(raw, tmp_path, name, value, message):
     """Points 5 and 6: each of these was first read at step 06 (or never: MULTI_SEED_SYSTEMS's
@@ -65,6 +83,57 @@ def test_run_all_stops_before_step_01_naming_every_bad_setting(raw, tmp_path):
                                   "SEEDS='1,2' must be seed numbers separated by spaces, e.g. SEEDS=\"1 2 3\" ('1,2' "
                                   "is not one)"]
     assert not (tmp_path / "work").exists()
+
+
+def test_the_default_multi_seed_systems_may_name_systems_left_out(raw, tmp_path):
+    """Multi30k's default MULTI_SEED_SYSTEMS (transformer mgsa_syntactic) with SYSTEMS lacking
+    mgsa_syntactic is the recipe's choice, not the user's mistake: it passes, in step 01 and in
+    the steps run_all.sh starts (which must not see it as given: run_all.sh does not export it).
+    FROM_STEP=9: run_all.sh goes straight to step 09, which passes the check and then misses the
+    runs' logs (nothing was trained)."""
+    env = recipe_env(tmp_path / "work", raw, SYSTEMS="transformer hysan")
+    proc = run(os.path.join(MULTI30K, "01_download.sh"), env)
+    assert proc.returncode == 0, proc.stderr
+    proc = run(os.path.join(MULTI30K, "run_all.sh"), dict(env, FROM_STEP="9"))
+    assert proc.returncode == 1 and "MULTI_SEED_SYSTEMS" not in proc.stderr
+    assert stderr_lines(proc)[-1] == f"09_compare.sh: error: {tmp_path}/work/results/transformer_seed1/hyp.detok not found (or empty)"
+
+
+@pytest.mark.parametrize("given,message", [
+    # issue 45, point 3: SYSTEM and SEED passed the check, then run_all.sh trained its default systems with seeds 1-3
+    (dict(SYSTEM="mgsa_ngram", SEED="7"),
+     "SYSTEM='mgsa_ngram' picks the system of one step script; run_all.sh trains every system of SYSTEMS: set "
+     "SYSTEMS='mgsa_ngram'; SEED='7' is the seed of one step script; run_all.sh trains with each seed of SEEDS: set "
+     "SEEDS='7'"),
+    (dict(RUN_NAME="try2", CKPT_DIR="/tmp/ckpt"),
+     "RUN_NAME='try2' names one step script's run; run_all.sh names its runs SYSTEM, RUN_SUFFIX, _seedN: set "
+     "RUN_SUFFIX; CKPT_DIR='/tmp/ckpt' is one step script's checkpoint folder; run_all.sh gives each run "
+     "WORKDIR/checkpoints/RUN: leave it unset"),
+    (dict(SHARD_ID="0"), "SHARD_ID='0' makes 03_parse.sh parse one shard and stop: run 03_parse.sh alone with it"),
+])
+def test_run_all_refuses_the_step_scripts_own_settings(raw, tmp_path, given, message):
+    """What the user did: `SYSTEM=mgsa_ngram SEED=7 run_all.sh`. run_all.sh sets these for each of
+    its runs, so it refuses them before any work, naming the setting meant instead."""
+    env = recipe_env(tmp_path / "work", raw, **given)
+    proc = run(os.path.join(MULTI30K, "run_all.sh"), env)
+    assert proc.returncode == 1 and stderr_lines(proc) == [f"run_all.sh: error: {message}"]
+    assert not (tmp_path / "work").exists()  # nothing done
+
+
+def test_another_raw_dir_redoes_the_tokenisation(raw, tmp_path):
+    """Issue 45, point 2 (the data steps' markers): step 02's marker compared the settings and the
+    input files' times, not which files: RAW_DIR pointed at another corpus whose files are older
+    than the marker left the old corpus's tokens as "done already"."""
+    env = recipe_env(tmp_path / "work", raw)
+    bash(os.path.join(EXAMPLES, "wmt14_en_de", "02_tokenize.sh"), env)
+    other = tmp_path / "other"
+    write_corpus(str(other), (("train", 10), ("valid", 3), ("test", 4)), seed=11, src="en", tgt="de")
+    for f in other.iterdir():
+        os.utime(f, (1e9, 1e9))  # older than the marker
+    log = bash(os.path.join(EXAMPLES, "wmt14_en_de", "02_tokenize.sh"), dict(env, RAW_DIR=str(other))).stdout
+    assert f"02_tokenize: redoing it: made from {raw}/train.en, now {other}/train.en" in log
+    assert f"tokenizing {other}/train.en" in log
+    assert len((tmp_path / "work" / "tok" / "train.en").read_text(encoding="utf-8").splitlines()) == 10
 
 
 def test_good_settings_pass(raw, tmp_path):
