@@ -39,7 +39,7 @@ from torch import Tensor
 from ..errors import MGSAError
 from .granularities import WORD, Granularities
 from .partition import Partition
-from .phrase_memory import PhraseMemory
+from .phrase_memory import ComposedPhrases, PhraseMemory
 
 
 def concat(tensors: List[Tensor], dim: int) -> Tensor:
@@ -101,7 +101,8 @@ class MultiGranularitySelfAttention(MultiheadAttention):
         """query: T x B x C; key_padding_mask: B x T (True at padding) or None.
 
         Returns the output (T x B x C) and, for every phrase granularity, the composed
-        phrases G (B x P x C) with their partition, for phrase-tag supervision; with
+        phrases G (B x P x C) with their partition (a ComposedPhrases mapping), for phrase-tag
+        supervision; with
         need_weights or need_head_weights, also the attention weights (module docstring).
         """
         T, B, C = query.shape
@@ -118,7 +119,7 @@ class MultiGranularitySelfAttention(MultiheadAttention):
         # keys and values of every head group, side by side on one axis of T slots:
         # B x T x e per word group (e = hpg * d), and per phrase group its memory's P <= T
         # phrases padded to T
-        composed, k, v, keep = {}, [], [], []
+        composed, k, v, keep = ComposedPhrases(None, [], []), [], [], []
         if self.word_groups:
             k.append(self.project_words(self.k_proj, x))
             v.append(self.project_words(self.v_proj, x))
@@ -128,10 +129,10 @@ class MultiGranularitySelfAttention(MultiheadAttention):
                 keep.append(word_keep.unsqueeze(1).expand(B, len(self.word_groups), T))  # B x Gw x T
         if self.phrase_memory is not None:
             parts = [partitions[g] for g in self._phrase_granularities]
-            h_g, g_m = self.phrase_memory(x, parts)  # Gr x B x P x C
-            for j, (g, part) in enumerate(zip(self._phrase_granularities, parts)):
-                composed[g] = (g_m[j, :, :part.max_phrases], part)  # B x P_g x C
-            num_phrases = torch.stack([p.num_phrases for p in parts], dim=1)  # B x Gr
+            counts = torch.stack([p.num_phrases for p in parts])  # Gr x B
+            h_g, g_m = self.phrase_memory(x, parts, counts)  # Gr x B x P x C
+            composed = ComposedPhrases(g_m, self._phrase_granularities, parts)
+            num_phrases = counts.t()  # B x Gr
             if not self.memories_in_order:
                 h_g = h_g.index_select(0, self.phrase_group_memory)
                 num_phrases = num_phrases.index_select(1, self.phrase_group_memory)
