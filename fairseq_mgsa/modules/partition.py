@@ -78,6 +78,20 @@ def ngram_partition(padding_mask: Tensor, n: int, at: Optional[Positions] = None
     return Partition(index, word_phrases + 1, (padding_mask.size(1) - 1 + n - 1) // n + 1)
 
 
+def ngram_partitions(sizes: List[int], at: Positions) -> List[Partition]:
+    """ngram_partition of each n of `sizes`, in one set of operations when they are consecutive
+    (2, 3, 4: the sizes made on the device by arange, not copied from the host)."""
+    consecutive = sizes == list(range(sizes[0], sizes[0] + len(sizes)))
+    if len(sizes) == 1 or not consecutive:
+        return [ngram_partition(at.padding_mask, n, at) for n in sizes]
+    n = torch.arange(sizes[0], sizes[0] + len(sizes), device=at.pos.device).unsqueeze(1)  # N x 1
+    word_phrases = torch.div(at.lengths + (n - 2), n, rounding_mode="floor")  # N x B
+    index = with_eos(torch.div(at.pos, n.unsqueeze(2), rounding_mode="floor"), word_phrases, at)
+    T = at.padding_mask.size(1)
+    return [Partition(i, c, (T - 1 + k - 1) // k + 1)
+            for i, c, k in zip(index.unbind(0), (word_phrases + 1).unbind(0), sizes)]
+
+
 def tree_partitions(phrase_lengths: Tensor, num_phrases: Tensor, at: Positions) -> List[Partition]:
     """The partitions of L tree levels at once, from per-sentence phrase lengths (words only;
     EOS is added here): phrase_lengths L x B x M, right-padded with 0, lengths in tokens of each
@@ -105,10 +119,11 @@ def build_partitions(granularities: Granularities, padding_mask: Tensor, phrase_
     """The partition of every phrase granularity of a batch: n-grams from the padding alone,
     tree level K from the phrase files' level K. phrase_lengths: L x B x M phrase lengths of
     each tree level (words only, right-padded with 0); phrase_counts: L x B (the batch fields
-    of the mgsa_translation task). The positions are computed once and the tree levels read
-    (1..K) partitioned at once."""
+    of the mgsa_translation task). The positions are computed once, consecutive n-gram sizes and
+    the tree levels read (1..K) partitioned at once."""
     at = Positions.of(padding_mask)
-    partitions = {g: ngram_partition(padding_mask, g.size, at) for g in granularities.phrase if g.kind == NGRAM}
+    ngrams = [g for g in granularities.phrase if g.kind == NGRAM]
+    partitions = dict(zip(ngrams, ngram_partitions([g.size for g in ngrams], at))) if ngrams else {}
     levels = [g for g in granularities.phrase if g.kind != NGRAM]
     if not levels:
         return partitions

@@ -43,6 +43,17 @@ def test_ngram_phrase_slots_are_the_largest_count_of_a_fairseq_batch(n):
     assert ngram_partition(wider, n).max_phrases >= int(part.num_phrases.max())
 
 
+@pytest.mark.parametrize("sizes", [[2, 3, 4], [1, 2], [4, 2, 3], [3]])
+def test_ngram_partitions_at_once_equal_one_by_one(sizes):
+    from fairseq_mgsa.modules.partition import Positions, ngram_partitions
+
+    mask = left_padded([9, 4, 1, 6])
+    for n, part in zip(sizes, ngram_partitions(sizes, Positions.of(mask))):
+        one = ngram_partition(mask, n)
+        assert torch.equal(part.phrase_index, one.phrase_index) and torch.equal(part.num_phrases, one.num_phrases)
+        assert part.max_phrases == one.max_phrases
+
+
 def test_tree_phrase_slots_are_the_width_of_the_phrase_files_plus_eos():
     mask = left_padded([6, 3])
     part = spans_to_partition(torch.tensor([[2, 3], [1, 1]]), torch.tensor([2, 2]), mask)
