@@ -29,23 +29,36 @@ class PhraseTagCriterionConfig(LabelSmoothedCrossEntropyCriterionConfig):
     phrase_tag_weight: float = field(default=0.001, metadata={"help": "lambda, the weight of the phrase-tag loss"})
 
 
+def level_targets(phrase_tags, levels):
+    """The tags of tree level `levels` (B x M), or of the levels of a tuple (n x B x M)."""
+    if isinstance(levels, int):
+        return phrase_tags[levels - 1]
+    if list(levels) == list(range(levels[0], levels[0] + len(levels))):
+        return phrase_tags[levels[0] - 1:levels[0] - 1 + len(levels)]
+    return torch.stack([phrase_tags[k - 1] for k in levels])
+
+
 def phrase_tag_loss(tag_logits, phrase_tags, pad: int, unk: int = None):
-    """(summed loss, correct, phrases) over [(level, B x P x tags logits, partition)];
-    phrase_tags: L x B x M tag ids, right-padded with `pad`; `unk` tags are not supervised."""
+    """(summed loss, correct, phrases) over [(level, B x P x tags logits, partition)], entries
+    that may also be (levels, n x B x P x tags logits, partitions): several levels at once, in
+    one set of operations; phrase_tags: L x B x M tag ids, right-padded with `pad`; `unk` tags
+    are not supervised."""
     if unk is not None:
         phrase_tags = phrase_tags.masked_fill(phrase_tags.eq(unk), pad)
-    loss = correct = count = 0
-    for level, logits, _ in tag_logits:
-        target = phrase_tags[level - 1]  # B x M
-        P = logits.size(1)
-        target = F.pad(target, (0, P - target.size(1)), value=pad) if target.size(1) < P else target[:, :P]
+    sums = []
+    for levels, logits, _ in tag_logits:
+        target = level_targets(phrase_tags, levels)  # (n x) B x M
+        P, M = logits.size(-2), target.size(-1)
+        target = F.pad(target, (0, P - M), value=pad) if M < P else target[..., :P]
         logits = logits.reshape(-1, logits.size(-1)).float()
         target = target.reshape(-1)
-        loss = loss + F.cross_entropy(logits, target, ignore_index=pad, reduction="sum")
         real = target.ne(pad)
-        correct = correct + (logits.argmax(-1).eq(target) & real).sum()
-        count = count + real.sum()
-    return loss, correct, count
+        sums.append((F.cross_entropy(logits, target, ignore_index=pad, reduction="sum"),
+                     (logits.argmax(-1).eq(target) & real).sum(), real.sum()))
+    if not sums:
+        return 0, 0, 0
+    # summed as Python adds them: one entry (one MG-SA layer) adds nothing
+    return tuple(sum(column[1:], column[0]) for column in zip(*sums))
 
 
 @register_criterion("label_smoothed_cross_entropy_with_phrase_tags", dataclass=PhraseTagCriterionConfig)

@@ -7,7 +7,7 @@ line they are --mgsa-layers, --mgsa-granularities, --mgsa-composition,
 """
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple, Union
 
 import torch
 import torch.nn as nn
@@ -18,9 +18,10 @@ from mgsa_preprocess.phrase_files import tag_dictionary_path
 from torch import Tensor
 
 from ..errors import MGSAError
-from ..modules.granularities import SYNTACTIC, Granularities
+from ..modules.granularities import SYNTACTIC, Granularities, Granularity
 from ..modules.mgsa_encoder_layer import MGSAEncoderLayer
 from ..modules.partition import Partition, build_partitions
+from ..modules.phrase_memory import ComposedPhrases
 from .base import SIZES, MethodTransformerModel, parse_layers, wrap_layer
 
 
@@ -69,15 +70,28 @@ class MGSATransformerEncoder(TransformerEncoderBase):
         """The partition of each phrase granularity (modules/partition.py, build_partitions)."""
         return build_partitions(self.granularities, padding_mask, src_phrase_lengths, src_phrase_counts)
 
-    def phrase_tag_logits(self, encoder_out) -> List[Tuple[int, Tensor, Partition]]:
-        """(tree level, B x P x tags logits, partition) for every syntactic granularity of every MG-SA layer."""
+    def phrase_tag_logits(self, encoder_out) -> List[Tuple[Union[int, Tuple[int, ...]], Tensor, object]]:
+        """The phrase-tag logits of every syntactic granularity of every MG-SA layer, as
+        (tree level, B x P x tags, partition), or, for a layer's syntactic granularities
+        classified at once (a block of the layer's ComposedPhrases, which is how the layers
+        return them), (tree levels, Gs x B x P x tags, partitions)."""
         if self.phrase_tag_classifier is None:
             return []
         out = []
         for layer_composed in encoder_out["mgsa_composed"]:
+            syntactic = [j for j, g in enumerate(layer_composed) if Granularity(g).kind == SYNTACTIC]
+            if not syntactic:
+                continue
+            lo, hi = syntactic[0], syntactic[-1] + 1
+            if isinstance(layer_composed, ComposedPhrases) and hi - lo == len(syntactic):
+                phrases = layer_composed.phrases
+                rows = phrases if (lo, hi) == (0, phrases.size(0)) else phrases[lo:hi]
+                levels = tuple(Granularity(layer_composed.granularities[j]).size for j in syntactic)
+                out.append((levels, self.phrase_tag_classifier(rows), layer_composed.partitions[lo:hi]))
+                continue
             for g, (composed, partition) in layer_composed.items():
-                if g.kind == SYNTACTIC:
-                    out.append((g.size, self.phrase_tag_classifier(composed), partition))
+                if Granularity(g).kind == SYNTACTIC:
+                    out.append((Granularity(g).size, self.phrase_tag_classifier(composed), partition))
         return out
 
     def forward(
@@ -92,7 +106,7 @@ class MGSATransformerEncoder(TransformerEncoderBase):
         """As TransformerEncoderBase.forward, plus the phrase partitions for MG-SA layers.
 
         The output dict also holds "mgsa_composed": for every MG-SA layer, the composed
-        phrases G of each phrase granularity with their partition.
+        phrases G of each phrase granularity with their partition (a ComposedPhrases).
         """
         padding_mask = src_tokens.eq(self.padding_idx)  # B x T
         has_pads = bool(padding_mask.any())
@@ -115,7 +129,8 @@ class MGSATransformerEncoder(TransformerEncoderBase):
                 # so that --checkpoint-activations (fairseq's checkpoint_wrapper, which passes
                 # nested outputs through without autograd) keeps L_tag's gradient path to x
                 x, *phrases = layer(x, layer_mask, partitions)
-                composed.append({g: (g_m, partitions[g]) for g, g_m in zip(self.granularities.phrase, phrases)})
+                composed.append(ComposedPhrases(phrases[0] if phrases else None, self.granularities.phrase,
+                                                [partitions[g] for g in self.granularities.phrase]))
             else:
                 x = layer(x, encoder_padding_mask=layer_mask)
             if isinstance(x, tuple):  # return_fc layers

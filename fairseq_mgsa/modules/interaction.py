@@ -15,13 +15,18 @@ The recurrences run at width `dim` (the width of the granularity's heads) and a 
 map takes their states back to the model's width, as the paper's parameter counts suggest
 (LSTM interaction adds about 1.1M parameters to Transformer-Base).
 
-No fused kernel covers per-granularity weights (nn.LSTM takes one weight set), so the
-steps are written here; the LSTM keeps nn.LSTM's gate order (i, f, g, o) and
-initialisation, the ON-LSTM the layout of Shen et al.'s gates (master f, master i, o, f, i, c).
+No library kernel covers per-granularity weights (nn.LSTM takes one weight set), so the
+steps are written here, twice: `forward` runs them through the hand-written recurrence of
+recurrence.py (no autograd recording per step, fused cells on a GPU), every granularity over
+all P steps, a granularity's slots past its phrase count zeroed after; `forward_reference`
+is the plain autograd version, which also skips a granularity's steps past its phrase count
+(`phases`), kept as the reference the tests compare with (and used with `fast = False`).
+The LSTM keeps nn.LSTM's gate order (i, f, g, o) and initialisation, the ON-LSTM the
+layout of Shen et al.'s gates (master f, master i, o, f, i, c).
 """
 
 import math
-from typing import List, Tuple
+from typing import List, Tuple, Union
 
 import torch
 import torch.nn as nn
@@ -29,6 +34,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from ..errors import MGSAError
+from .recurrence import recurrence
 
 
 def cumax(x: Tensor) -> Tensor:
@@ -66,6 +72,7 @@ class StackedRecurrence(nn.Module):
         self.weight_hh = nn.Parameter(torch.empty(G, gates, dim))
         self.weight_out = nn.Parameter(torch.empty(G, embed_dim, dim))
         self.bias_out = nn.Parameter(torch.empty(G, embed_dim))
+        self.fast = True  # recurrence.py's; False: forward_reference
         self.reset_parameters()
 
     def reset_parameters(self):
@@ -74,9 +81,30 @@ class StackedRecurrence(nn.Module):
         nn.init.uniform_(self.weight_out, -bound, bound)
         nn.init.uniform_(self.bias_out, -bound, bound)
 
-    def forward(self, g: Tensor, max_phrases: List[int]) -> Tensor:
-        """g: Gr x B x P x C; max_phrases: phrase count P_g of each granularity (P = the largest).
-        Returns Gr x B x P x C; a granularity's slots past its phrase count are 0."""
+    # the LSTM's recurrence (0) or the ON-LSTM's chunk size
+    chunk_size = 0
+
+    def forward(self, g: Tensor, num_phrases: Union[Tensor, List[int]]) -> Tensor:
+        """g: Gr x B x P x C; num_phrases: Gr x B phrases of each sentence in each granularity
+        (or, plainly, a list of each granularity's phrase count P_g, P the largest).
+        Returns Gr x B x P x C; a granularity's slots past its largest phrase count are 0."""
+        if not self.fast:
+            counts = num_phrases if isinstance(num_phrases, list) else num_phrases.amax(dim=1).tolist()
+            return self.forward_reference(g, counts)
+        Gr, B, P, C = g.shape
+        x_gates = torch.baddbmm(self.bias_ih.unsqueeze(1), g.reshape(Gr, B * P, C), self.weight_ih.transpose(1, 2))
+        states = recurrence(x_gates.view(Gr, B, P, -1), self.weight_hh, self.chunk_size)
+        out = torch.baddbmm(self.bias_out.unsqueeze(1), states.view(Gr, B * P, self.dim),
+                            self.weight_out.transpose(1, 2)).view(Gr, B, P, C)
+        if isinstance(num_phrases, list):
+            ends = torch.tensor(num_phrases, device=g.device)
+        else:
+            ends = num_phrases.amax(dim=1)
+        past = torch.arange(P, device=g.device) >= ends.unsqueeze(1)  # Gr x P
+        return out.masked_fill(past.view(Gr, 1, P, 1), 0)
+
+    def forward_reference(self, g: Tensor, max_phrases: List[int]) -> Tensor:
+        """The plain recurrence, recorded by autograd step by step (module docstring)."""
         Gr, B, P, C = g.shape
         w_ih, w_hh, w_out = (w.transpose(1, 2) for w in (self.weight_ih, self.weight_hh, self.weight_out))
         b_ih, b_out = self.bias_ih.unsqueeze(1), self.bias_out.unsqueeze(1)
@@ -152,8 +180,8 @@ class ONLSTMInteraction(StackedRecurrence):
     def __init__(self, num_granularities: int, embed_dim: int, dim: int, chunk_size: int):
         if dim % chunk_size != 0:
             raise MGSAError(f"ON-LSTM hidden size {dim} is not divisible by chunk size {chunk_size}")
-        self.chunk_size = chunk_size
         self.n_chunks = dim // chunk_size
+        self.chunk_size = chunk_size
         super().__init__(num_granularities, embed_dim, dim, 4 * dim + 2 * self.n_chunks)
         # master = sign * cumax + offset: (cumax(z_mf), 1 - cumax(z_mi)) in one op
         self.register_buffer("master_sign", torch.tensor([[1.0], [-1.0]]), persistent=False)

@@ -36,15 +36,15 @@ class MGSAEncoderLayer(TransformerEncoderLayerBase):
         )
 
     def forward(self, x: Tensor, encoder_padding_mask: Optional[Tensor], partitions: Dict[str, Partition]):
-        """x: T x B x C. Returns (x, G_1, .., G_n): the output and the composed phrases
-        (B x P x C) of each phrase granularity, in the order of Granularities.phrase.
-        A flat tuple of tensors, so that fairseq's checkpoint_wrapper
+        """x: T x B x C. Returns (x, G): the output and the composed phrases of the phrase
+        granularities (Gr x B x P x C, in the order of Granularities.phrase; (x,) alone without
+        phrase granularities). A flat tuple of tensors, so that fairseq's checkpoint_wrapper
         (--checkpoint-activations) gives every output a gradient."""
         residual = x
         if self.normalize_before:
             x = self.self_attn_layer_norm(x)
         x, composed = self.self_attn(x, key_padding_mask=encoder_padding_mask, partitions=partitions)
-        phrases = [composed[g][0] for g in self.granularities.phrase]
+        phrases = () if composed.phrases is None else (composed.phrases,)
         x = self.dropout_module(x)
         x = self.residual_connection(x, residual)
         if not self.normalize_before:

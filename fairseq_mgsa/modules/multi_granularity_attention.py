@@ -39,7 +39,7 @@ from torch import Tensor
 from ..errors import MGSAError
 from .granularities import WORD, Granularities
 from .partition import Partition
-from .phrase_memory import PhraseMemory
+from .phrase_memory import ComposedPhrases, PhraseMemory
 
 
 def concat(tensors: List[Tensor], dim: int) -> Tensor:
@@ -101,7 +101,8 @@ class MultiGranularitySelfAttention(MultiheadAttention):
         """query: T x B x C; key_padding_mask: B x T (True at padding) or None.
 
         Returns the output (T x B x C) and, for every phrase granularity, the composed
-        phrases G (B x P x C) with their partition, for phrase-tag supervision; with
+        phrases G (B x P x C) with their partition (a ComposedPhrases mapping), for phrase-tag
+        supervision; with
         need_weights or need_head_weights, also the attention weights (module docstring).
         """
         T, B, C = query.shape
@@ -118,25 +119,26 @@ class MultiGranularitySelfAttention(MultiheadAttention):
         # keys and values of every head group, side by side on one axis of T slots:
         # B x T x e per word group (e = hpg * d), and per phrase group its memory's P <= T
         # phrases padded to T
-        composed, k, v, keep = {}, [], [], []
+        composed, k, v, keep = ComposedPhrases(None, [], []), [], [], []
+        k_rows, v_rows = self.rows_by_memory(self.k_proj), self.rows_by_memory(self.v_proj)
         if self.word_groups:
-            k.append(self.project_words(self.k_proj, x))
-            v.append(self.project_words(self.v_proj, x))
+            k.append(self.project_words(k_rows[0], x))
+            v.append(self.project_words(v_rows[0], x))
             if key_padding_mask is not None or self.phrase_memory is not None:
                 word_keep = (x.new_ones(B, T, dtype=torch.bool) if key_padding_mask is None
                              else ~key_padding_mask)
                 keep.append(word_keep.unsqueeze(1).expand(B, len(self.word_groups), T))  # B x Gw x T
         if self.phrase_memory is not None:
             parts = [partitions[g] for g in self._phrase_granularities]
-            h_g, g_m = self.phrase_memory(x, parts)  # Gr x B x P x C
-            for j, (g, part) in enumerate(zip(self._phrase_granularities, parts)):
-                composed[g] = (g_m[j, :, :part.max_phrases], part)  # B x P_g x C
-            num_phrases = torch.stack([p.num_phrases for p in parts], dim=1)  # B x Gr
+            counts = torch.stack([p.num_phrases for p in parts])  # Gr x B
+            h_g, g_m = self.phrase_memory(x, parts, counts)  # Gr x B x P x C
+            composed = ComposedPhrases(g_m, self._phrase_granularities, parts)
+            num_phrases = counts.t()  # B x Gr
             if not self.memories_in_order:
                 h_g = h_g.index_select(0, self.phrase_group_memory)
                 num_phrases = num_phrases.index_select(1, self.phrase_group_memory)
-            k.append(self.project_phrases(self.k_proj, h_g, T))
-            v.append(self.project_phrases(self.v_proj, h_g, T))
+            k.append(self.project_phrases(k_rows[1], h_g, T))
+            v.append(self.project_phrases(v_rows[1], h_g, T))
             keep.append(torch.arange(T, device=x.device) < num_phrases.unsqueeze(-1))  # B x Gp x T
         k, v = concat(k, dim=2), concat(v, dim=2)  # B x T x G x e
         if not self.groups_in_order:
@@ -188,20 +190,33 @@ class MultiGranularitySelfAttention(MultiheadAttention):
             out.append(p)
         return torch.cat(out, dim=1)
 
-    def project_words(self, proj: nn.Linear, x: Tensor) -> Tensor:
-        """B x T x Gw x e: the word groups' rows of W_K or W_V on the words."""
+    def rows_by_memory(self, proj: nn.Linear):
+        """((w, b) of the word groups, (w, b) of the phrase groups) of W_K or W_V (group_rows),
+        None for a kind without groups. Word groups first, then phrase groups: one split, whose
+        backward is one cat per tensor, where two slices' backwards would each fill a zero tensor
+        of the weight's size and add them."""
+        if not (self.groups_in_order and self.word_groups and self.phrase_groups):
+            return tuple(self.group_rows(proj, groups) if groups else None
+                         for groups in (self.word_groups, self.phrase_groups))
+        G, sizes = len(self.granularities), [len(self.word_groups), len(self.phrase_groups)]
+        w = proj.weight.view(G, -1, proj.weight.size(1)).split(sizes)
+        b = (None, None) if proj.bias is None else proj.bias.view(G, -1).split(sizes)
+        return (w[0], b[0]), (w[1], b[1])
+
+    def project_words(self, rows, x: Tensor) -> Tensor:
+        """B x T x Gw x e: the word groups' rows of W_K or W_V (rows_by_memory) on the words."""
         B, T, C = x.shape
-        w, b = self.group_rows(proj, self.word_groups)
+        w, b = rows
         return F.linear(x, w.reshape(-1, C), None if b is None else b.reshape(-1)).view(B, T, len(self.word_groups), -1)
 
-    def project_phrases(self, proj: nn.Linear, h_g: Tensor, T: int) -> Tensor:
+    def project_phrases(self, rows, h_g: Tensor, T: int) -> Tensor:
         """B x T x Gp x e: each phrase group's rows of W_K or W_V on its phrase memory
         (Gp x B x P x C) in one batched product, phrase slots padded from P to T. (A granularity
         with fewer than P phrases has its padding slots projected too: per-granularity products
         would save those FLOPs but cost more operations than they save on a CPU, see
         benchmarks/profile_mgsa_layer.py.)"""
         Gp, B, P, C = h_g.shape
-        w, b = self.group_rows(proj, self.phrase_groups)  # Gp x e x C, Gp x e
+        w, b = rows  # Gp x e x C, Gp x e
         src = h_g.reshape(Gp, B * P, C)
         out = torch.bmm(src, w.transpose(1, 2)) if b is None else torch.baddbmm(b.unsqueeze(1), src, w.transpose(1, 2))
         out = out.view(Gp, B, P, -1).permute(1, 2, 0, 3)  # B x P x Gp x e
@@ -212,6 +227,8 @@ class MultiGranularitySelfAttention(MultiheadAttention):
         G = len(self.granularities)
         w = proj.weight.view(G, -1, proj.weight.size(1))
         b = None if proj.bias is None else proj.bias.view(G, -1)
+        if len(groups) == G:  # every group, in order: the weights themselves
+            return w, b
         if groups == list(range(groups[0], groups[0] + len(groups))):  # a block of groups: a view
             rows = slice(groups[0], groups[0] + len(groups))
             return w[rows], None if b is None else b[rows]

@@ -6,7 +6,7 @@ one phrase axis of P = the largest phrase count, where a granularity's extra slo
 padding; composition too on a GPU, granularity by granularity on a CPU (see composition.py).
 """
 
-from typing import List, Tuple
+from typing import Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import torch
 import torch.nn as nn
@@ -16,6 +16,29 @@ from torch import Tensor
 from .composition import build_composition
 from .interaction import build_interaction
 from .partition import Partition
+
+
+class ComposedPhrases(Mapping):
+    """The composed phrases G of an MG-SA layer's phrase granularities as built, one tensor
+    (`phrases`: Gr x B x P x C, granularities in `granularities` order), read per granularity
+    as a mapping g -> (B x P_g x C, its partition). Phrase-tag supervision classifies the
+    tensor's syntactic rows at once."""
+
+    def __init__(self, phrases: Tensor, granularities: Sequence[str], partitions: Sequence[Partition]):
+        self.phrases = phrases
+        self.granularities = list(granularities)
+        self.partitions = list(partitions)
+
+    def __getitem__(self, g) -> Tuple[Tensor, Partition]:
+        j = self.granularities.index(g)
+        part = self.partitions[j]
+        return self.phrases[j, :, :part.max_phrases], part
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.granularities)
+
+    def __len__(self) -> int:
+        return len(self.granularities)
 
 
 class PhraseMemory(nn.Module):
@@ -34,16 +57,20 @@ class PhraseMemory(nn.Module):
         # the composition's layout: None picks by device (all at once on a GPU); tests set it
         self.compose_all_at_once = None
 
-    def forward(self, x: Tensor, partitions: List[Partition]) -> Tuple[Tensor, Tensor]:
-        """x: B x T x C, one partition per granularity. Returns (H_g, G), both Gr x B x P x C:
-        the phrase memories and the composed phrases before interaction (what phrase-tag
-        supervision classifies)."""
+    def forward(self, x: Tensor, partitions: List[Partition], num_phrases: Optional[Tensor] = None
+                ) -> Tuple[Tensor, Tensor]:
+        """x: B x T x C, one partition per granularity; num_phrases: their phrase counts stacked
+        (Gr x B), if the caller has them. Returns (H_g, G), both Gr x B x P x C: the phrase
+        memories and the composed phrases before interaction (what phrase-tag supervision
+        classifies)."""
         P = max(p.max_phrases for p in partitions)
         stacked = x.is_cuda if self.compose_all_at_once is None else self.compose_all_at_once
         g = self.compose_all(x, partitions, P) if stacked else self.compose_each(x, partitions, P)
         if self.interaction is None:
             return g, g
-        return self.interaction(g, [p.max_phrases for p in partitions]), g
+        if num_phrases is None:
+            num_phrases = torch.stack([p.num_phrases for p in partitions])
+        return self.interaction(g, num_phrases), g
 
     def compose_all(self, x: Tensor, partitions: List[Partition], P: int) -> Tensor:
         """Gr x B x P x C, every granularity in one call over P phrase slots per sentence."""

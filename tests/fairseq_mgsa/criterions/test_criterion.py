@@ -81,3 +81,21 @@ def test_unknown_tags_are_not_supervised():
     loss, correct, count = phrase_tag_loss([(1, logits, None)], tags, PAD, unk=3)
     assert count == 1
     assert math.isclose(loss.item(), -F.log_softmax(logits[0, 0], -1)[4].item(), rel_tol=1e-5)
+
+
+@pytest.mark.parametrize("levels", [(1, 2, 3), (2, 3), (1, 3)], ids=["all", "block", "not-a-block"])
+def test_levels_at_once_equal_level_by_level(levels):
+    """The MG-SA encoder classifies a layer's syntactic granularities at once, (levels, n x B x P x
+    tags); the loss, correct and count equal those of one entry per level, also with more phrase
+    slots P than the tag files' width (padding slots) and with unknown tags."""
+    g = torch.Generator().manual_seed(1)
+    L, B, M, P, T = 3, 4, 5, 7, 9
+    tags = torch.randint(2, T, (L, B, M), generator=g)
+    tags[torch.rand(L, B, M, generator=g) < 0.3] = PAD
+    logits = torch.randn(len(levels), B, P, T, generator=g, requires_grad=True)
+    at_once = phrase_tag_loss([(levels, logits, None)], tags, PAD, unk=3)
+    one_by_one = phrase_tag_loss([(k, logits[j], None) for j, k in enumerate(levels)], tags, PAD, unk=3)
+    for a, b in zip(at_once, one_by_one):
+        torch.testing.assert_close(a, b)
+    grads = [torch.autograd.grad(loss[0], logits)[0] for loss in (at_once, one_by_one)]
+    torch.testing.assert_close(*grads)

@@ -1,0 +1,182 @@
+"""The hand-written recurrence (modules/recurrence.py, the default) against the plain one
+recorded by autograd (StackedRecurrence.forward_reference), forward and gradients, and the
+fused Triton cells (modules/recurrence_triton.py) against the torch cells.
+
+The Triton tests run where Triton imports: on a GPU for real, on the CPU through Triton's
+interpreter (TRITON_INTERPRET=1 set before Triton is imported, e.g.
+`PYTHONPATH=/path/to/triton TRITON_INTERPRET=1 pytest ...`); they skip otherwise.
+"""
+
+import importlib.util
+import os
+
+import pytest
+import torch
+
+from fairseq_mgsa.modules import recurrence_cells
+from fairseq_mgsa.modules.interaction import build_interaction
+from fairseq_mgsa.modules.recurrence import recurrence
+
+# (kind, Gr, B, P, embed_dim, dim, chunk_size, phrase counts Gr x B)
+SHAPES = [
+    ("onlstm", 3, 4, 7, 6, 8, 2, [[7, 3, 5, 1], [2, 4, 4, 4], [6, 6, 1, 2]]),  # counts differ by granularity
+    ("onlstm", 3, 1, 5, 6, 8, 1, [[5], [3], [1]]),  # B = 1
+    ("onlstm", 2, 3, 4, 5, 8, 4, [[4, 4, 2], [4, 1, 3]]),
+    ("onlstm", 1, 2, 1, 4, 4, 2, [[1, 1]]),  # one step: no recurrent product
+    ("lstm", 3, 4, 6, 6, 8, 0, [[2, 3, 6, 1], [4, 4, 4, 4], [1, 1, 1, 5]]),
+    ("lstm", 2, 1, 3, 4, 4, 0, [[3], [2]]),
+]
+
+
+def plain(rec, g, counts):
+    """The reference, its slots past each granularity's largest count set to 0 (where phases
+    cannot slice a granularity away, the reference computes them)."""
+    P = g.size(2)
+    ends = counts.amax(dim=1)
+    out = rec.forward_reference(g, ends.tolist())
+    return out * (torch.arange(P, device=g.device) < ends.unsqueeze(1)).to(out.dtype).view(len(ends), 1, P, 1)
+
+
+@pytest.mark.parametrize("kind,Gr,B,P,C,D,cs,counts", SHAPES)
+def test_fast_recurrence_equals_plain_float64(kind, Gr, B, P, C, D, cs, counts):
+    torch.manual_seed(0)
+    rec = build_interaction(kind, Gr, C, D, cs or 2).double()
+    counts = torch.tensor(counts)
+    g = torch.randn(Gr, B, P, C, dtype=torch.float64, requires_grad=True)
+    out, ref = rec(g, counts), plain(rec, g, counts)
+    torch.testing.assert_close(out, ref, atol=1e-12, rtol=1e-12)
+    weights = torch.randn_like(out)
+    leaves = [g, *rec.parameters()]
+    grads = torch.autograd.grad((out * weights).sum(), leaves)
+    ref_grads = torch.autograd.grad((ref * weights).sum(), leaves, allow_unused=True)  # one step: no W_hh
+    for name, a, b, leaf in zip(["g"] + [n for n, _ in rec.named_parameters()], grads, ref_grads, leaves):
+        torch.testing.assert_close(a, torch.zeros_like(leaf) if b is None else b, atol=1e-12, rtol=1e-10, msg=name)
+
+
+@pytest.mark.parametrize("chunk_size", [0, 2])
+def test_hand_written_backward_by_finite_differences(chunk_size):
+    torch.manual_seed(1)
+    D, K = 4, 16 if not chunk_size else 16 + 2 * (4 // chunk_size)
+    xg = torch.randn(2, 3, 4, K, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(2, K, D, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda x, w: recurrence(x, w, chunk_size), (xg, w))
+
+
+def test_fast_recurrence_under_padding_equals_plain_through_the_layer():
+    """MG-SA with ON-LSTM: the default path and the reference give the same outputs and gradients
+    on a left-padded batch (the phrase counts of each granularity's sentences differ)."""
+    from fairseq_mgsa.modules import MultiGranularitySelfAttention, ngram_partition
+
+    torch.manual_seed(2)
+    attn = MultiGranularitySelfAttention(16, 4, ["word", "ngram2", "ngram3", "ngram4"], interaction="onlstm").double()
+    attn.eval()
+    lengths = [11, 7, 3, 1]
+    mask = torch.ones(len(lengths), max(lengths), dtype=torch.bool)
+    for b, n in enumerate(lengths):
+        mask[b, max(lengths) - n:] = False
+    parts = {g: ngram_partition(mask, g.size) for g in attn.phrase_granularities}
+    x = torch.randn(max(lengths), len(lengths), 16, dtype=torch.float64, requires_grad=True)
+    real = (~mask).t().unsqueeze(-1).double()
+    results = []
+    for fast in (True, False):
+        attn.phrase_memory.interaction.fast = fast
+        out, _ = attn(x, key_padding_mask=mask, partitions=parts)
+        loss = (out * real * torch.linspace(-1, 1, 16, dtype=torch.float64)).sum()
+        results.append((out * real, torch.autograd.grad(loss, [x, *attn.parameters()])))
+    (out, grads), (ref, ref_grads) = results
+    torch.testing.assert_close(out, ref, atol=1e-12, rtol=1e-12)
+    for a, b in zip(grads, ref_grads):
+        torch.testing.assert_close(a, b, atol=1e-11, rtol=1e-10)
+
+
+def test_each_step_is_one_operator_each_way():
+    """What a dispatch-level count sees (a GPU's launches, benchmarks' op counts): per step, one
+    product and one cell forward, one cell backward and one product backward."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Count(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.ops = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.ops.append(func.overloadpacket.__name__)
+            return func(*args, **(kwargs or {}))
+
+    P, K, D = 6, 4 * 8 + 2 * 4, 8
+    xg = torch.randn(2, 3, P, K, requires_grad=True)
+    w = torch.randn(2, K, D, requires_grad=True)
+    with Count() as counted:
+        recurrence(xg, w, 2).sum().backward()
+    names = counted.ops
+    assert names.count("onlstm_cell") == P and names.count("onlstm_cell_backward") == P
+    assert names.count("baddbmm") == P - 1  # the first step has no recurrent product
+    assert names.count("bmm") == P  # P - 1 recurrent products backward, W's gradient once
+
+
+# ---------------------------------------------------------------- Triton
+
+def triton_or_skip(device):
+    if importlib.util.find_spec("triton") is None:
+        pytest.skip("triton is not installed (CUDA builds of torch ship it)")
+    if device == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
+        pytest.skip("no GPU: Triton runs on the CPU through its interpreter, TRITON_INTERPRET=1")
+    from fairseq_mgsa.modules import recurrence_triton
+    return recurrence_triton
+
+
+DEVICES = ["cuda"] if torch.cuda.is_available() else ["cpu"]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("chunk_size,D", [(0, 12), (1, 12), (2, 12), (4, 8), (2, 128)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_triton_cells_equal_torch_cells(device, chunk_size, D, dtype):
+    kernels = triton_or_skip(device)
+    torch.manual_seed(3)
+    K = 4 * D if not chunk_size else 4 * D + 2 * (D // chunk_size)
+    z = torch.randn(2, 3, 5, K, device=device).to(dtype)[:, :, 2]  # a strided step, as the recurrence reads
+    c = torch.randn(2, 3, D, device=device).to(dtype)
+    dh = torch.randn(2, 3, 4, D, device=device).to(dtype)[:, :, 1]
+    if chunk_size:
+        fused, plain_ = (lambda *a: kernels.onlstm_cell(*a, chunk_size),
+                         lambda *a: recurrence_cells.onlstm_cell_torch(*a, chunk_size))
+        fused_b, plain_b = (lambda *a: kernels.onlstm_cell_backward(*a, chunk_size),
+                            lambda *a: recurrence_cells.onlstm_cell_backward_torch(*a, chunk_size))
+    else:
+        fused, plain_ = kernels.lstm_cell, recurrence_cells.lstm_cell_torch
+        fused_b, plain_b = kernels.lstm_cell_backward, recurrence_cells.lstm_cell_backward_torch
+    # both compute in float32; half types differ by the rounding of the result (one unit in the last place)
+    tol = {torch.float32: dict(atol=1e-6, rtol=1e-5), torch.float16: dict(atol=2e-3, rtol=2e-3),
+           torch.bfloat16: dict(atol=1.6e-2, rtol=1.6e-2)}[dtype]
+    for prev in (None, c):
+        got, want = fused(z, prev), plain_(z, prev)
+        for a, b in zip(got, want):
+            assert a.dtype == dtype
+            torch.testing.assert_close(a, b, **tol)
+        c_new = want[1]
+        for dh_rec in (None, torch.randn_like(c)):
+            for dc in (None, torch.randn_like(c)):
+                got, want = fused_b(z, prev, c_new, dh, dh_rec, dc), plain_b(z, prev, c_new, dh, dh_rec, dc)
+                for a, b in zip(got, want):
+                    assert a.shape == b.shape and a.dtype == b.dtype
+                    torch.testing.assert_close(a, b, **tol)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("kind", ["lstm", "onlstm"])
+def test_recurrence_with_triton_cells_equals_plain(device, kind, monkeypatch):
+    triton_or_skip(device)
+    monkeypatch.setattr(recurrence_cells, "TRITON_ON_CPU", True)
+    assert recurrence_cells.triton_kernels(torch.empty(0, device=device)) is not None
+    torch.manual_seed(4)
+    rec = build_interaction(kind, 3, 6, 8, 2).to(device)
+    counts = torch.tensor([[5, 2, 3], [1, 4, 4], [3, 3, 3]], device=device)
+    g = torch.randn(3, 3, 5, 6, device=device, requires_grad=True)
+    out, ref = rec(g, counts), plain(rec, g, counts)
+    torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5)
+    weights = torch.randn_like(out)
+    grads = torch.autograd.grad((out * weights).sum(), [g, *rec.parameters()])
+    ref_grads = torch.autograd.grad((ref * weights).sum(), [g, *rec.parameters()])
+    for a, b in zip(grads, ref_grads):
+        torch.testing.assert_close(a, b, atol=1e-4, rtol=1e-4)
