@@ -11,7 +11,7 @@ once per step each.
     (None where there is none); dc_prev is empty at the first step.
 
 On a CUDA device with Triton the step is one fused kernel each way (recurrence_triton.py);
-elsewhere (the CPU, or no Triton) the same arithmetic in torch operators. Both compute in
+elsewhere (the CPU, no Triton, or MGSA_NO_TRITON=1 in the environment) the same arithmetic in torch operators. Both compute in
 float32 whatever the dtype of the states (float16 / bfloat16 under --fp16 or autocast), and
 write the states in that dtype.
 
@@ -39,6 +39,8 @@ def triton_kernels(t: Tensor):
     """recurrence_triton for a tensor it can run on, else None (imported lazily: Triton ships
     with CUDA builds of torch, not with CPU ones)."""
     global _triton
+    if os.environ.get("MGSA_NO_TRITON") == "1":  # a user's way round a kernel that fails on their GPU
+        return None
     if not (t.is_cuda or (TRITON_ON_CPU and os.environ.get("TRITON_INTERPRET") == "1")):
         return None
     if _triton is None:

@@ -180,3 +180,17 @@ def test_recurrence_with_triton_cells_equals_plain(device, kind, monkeypatch):
     ref_grads = torch.autograd.grad((ref * weights).sum(), [g, *rec.parameters()])
     for a, b in zip(grads, ref_grads):
         torch.testing.assert_close(a, b, atol=1e-4, rtol=1e-4)
+
+
+def test_mgsa_no_triton_turns_the_kernels_off(monkeypatch):
+    """MGSA_NO_TRITON=1 (docs/troubleshooting.md) gives the torch cells even where the Triton
+    kernels would run (here: the interpreter on CPU tensors, when Triton imports)."""
+    from fairseq_mgsa.modules import recurrence_cells
+    monkeypatch.setattr(recurrence_cells, "TRITON_ON_CPU", True)
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    t = torch.zeros(1)
+    monkeypatch.setenv("MGSA_NO_TRITON", "1")
+    assert recurrence_cells.triton_kernels(t) is None
+    monkeypatch.delenv("MGSA_NO_TRITON")
+    pytest.importorskip("triton")
+    assert recurrence_cells.triton_kernels(t) is not None
