@@ -29,7 +29,7 @@
 #                    idle while Python prepares the next
 #   --dry-run        on the CPU at the tiny dimensions with a small corpus: the same phases and
 #                    outputs in a few minutes (tests/end_to_end/test_gpu_check.py runs it in CI);
-#                    fp16 runs as fp16 and bf16 as bf16 (fairseq's CPU paths), one process
+#                    fp16 runs as fp16 (fairseq's CPU path), bf16 as bf16 (fairseq_mgsa/bf16.py), one process
 #   --phases LIST    only these phases, comma-separated (env and data are always run)
 #   --limit PHASE=S  another time limit for a phase, in seconds (a slower GPU); the check's
 #                    total follows: it is the sum of the limits
@@ -41,7 +41,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 PY=${PYTHON:-python3}
 
-usage() { sed -n '24,40p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '24,39p' "$0" | sed 's/^# \{0,1\}//'; }
 
 # the training workers of a phase (the script calls itself under the phase's time limit):
 # each restarted while it exits 3 (a CUDA error spoilt its process) for the runs left
