@@ -28,6 +28,9 @@ and label smoothing 0.1 for all):
   incremental decoder steps), the decoding FLOP ratio, the paired per-batch time ratio over
   --decode-step-rounds interleaved rounds with its interval, and the decoding overhead ratio
   = decoding time ratio / decoding FLOP ratio;
+* the share of the device's arithmetic rate each system's update uses (unless --no-interleave):
+  FLOPs per update over the median interleaved update time, against the data sheet's peak for
+  the dtype and against a large matrix product measured at the start (training/arithmetic.py);
 * a fixed copy-throughput probe (GB/s of a 256 MB tensor copy, at the start and the end of the
   run), so that runs on different or differently loaded machines can be told apart.
 
@@ -68,7 +71,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from benchmarks.training import data as bdata  # noqa: E402
-from benchmarks.training import decode_steps, decoding, memory, report, timing  # noqa: E402
+from benchmarks.training import arithmetic, decode_steps, decoding, memory, report, timing  # noqa: E402
 from benchmarks.training.env import CpuPeakMemory, copy_throughput  # noqa: E402
 from benchmarks.training.results import assemble, own_run_figures, print_summary, ratios, write  # noqa: E402
 from fairseq_mgsa import systems as registry  # noqa: E402
@@ -238,14 +241,21 @@ def run(a, chosen, device, out):
         copy_start = copy_throughput(device)
         logger.info("copy throughput (256 MB tensor copy, read + write): %.2f GB/s", copy_start)
         mem = CpuPeakMemory() if device.type == "cpu" else None
-        # one untimed update of every system first, so that one-time costs (lazy library and
-        # kernel initialisation, allocator growth) land on no system's time or memory figure
-        primer = argparse.Namespace(**{**vars(a), "warmup": 1})
-        for n in names:
-            timing.train_one(all_args[n], task, batches[:1], primer, device, mem)
-        logger.info("primed: one untimed update of every system")
-        checkpoints = {n: os.path.join(workdir, "checkpoints", f"{n}.pt") for n in names}
+        # one-time costs (lazy library and kernel initialisation, allocator growth) must land on
+        # no system's time or memory figure. On the CPU: one untimed update of every system first
+        # (the memory figure is the process's). On a GPU: the first system goes untimed over every
+        # batch of the own runs, so that each batch shape's first kernels and allocations do not
+        # land on its own run (on an H200 the Transformer's own run, primed with one update, gave
+        # 4.6 updates/s, the 2.3x larger matched one's 23.7); the others' own --warmup updates
+        # cover their own kernels (memory: max_memory_allocated, reset for each run)
         own = batches[:a.warmup + a.own_updates]  # the own runs' batches: the first ones of the list
+        primers = [(names[0], own)] if device.type == "cuda" else [(n, batches[:1]) for n in names]
+        for n, prime in primers:
+            timing.train_one(all_args[n], task, prime, argparse.Namespace(**{**vars(a), "warmup": len(prime)}),
+                             device, mem)
+        logger.info("primed: %s", f"{len(own)} untimed updates of {names[0]}" if device.type == "cuda"
+                    else "one untimed update of every system")
+        checkpoints = {n: os.path.join(workdir, "checkpoints", f"{n}.pt") for n in names}
         own_tokens = sum(bdata.count_tokens(b, pad) for b in own[a.warmup:])
         own_sentences = bdata.sentences_in(own[a.warmup:])
         runs = {n: [] for n in names}
@@ -290,6 +300,16 @@ def run(a, chosen, device, out):
             results[n].update(timing.flops_per_update(all_args[n], task, batches[0], a, device))
             logger.info("%-24s %.3f GFLOP per update (forward + backward, first batch)", n,
                         results[n]["flops_per_update"] / 1e9)
+        rates = None
+        if a.interleave:
+            rates = arithmetic.shares(results, device, timing.amp_dtype(a))
+            logger.info("arithmetic rates: %s matmul %.1f TFLOP/s (%s); data sheet %s (%s)", rates["dtype"],
+                        rates["matmul_TFLOPs"], rates["matmul_probe"], rates["nominal_TFLOPs"], rates["nominal_source"])
+            for n in names:
+                r = results[n]
+                logger.info("%-24s %.2f TFLOP/s achieved: %.1f%% of the matmul's rate%s", n, r["achieved_TFLOPs"],
+                            100 * r["matmul_share"],
+                            f", {100 * r['peak_share']:.1f}% of the data sheet's" if r["peak_share"] else "")
 
         decode_cfg = None
         if a.decode:
@@ -333,6 +353,7 @@ def run(a, chosen, device, out):
                                      "probe": "256 MB float32 tensor copy, (read + written bytes) / s, "
                                               "median of 5, this process's threads"}
     result["device"]["load_avg_1min"] = {"start": load_start, "end": os.getloadavg()[0]}
+    result["device"]["arithmetic"] = rates
     return result
 
 

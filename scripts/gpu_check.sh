@@ -4,30 +4,36 @@
 #
 #   env         versions, the GPU
 #   data        a corpus from the project's grammar with gold trees, binarized with its phrase files
-#   fp16        every registered system at base size: fairseq-train --fp16 (200 updates), then
-#               fairseq-generate --fp16 of the test split          (done within the first 4 minutes)
+#   fp16        every registered system at base size: fairseq-train --fp16 (150 updates), then
+#               fairseq-generate --fp16 of the test split          (done within the first 3 minutes)
 #   variants    syntactic MG-SA with --bf16, with --memory-efficient-fp16, and at big size with --fp16
 #   invariants  every system on the GPU in float16 and bfloat16: incremental decoding with beam
 #               reorders = the full forward, and a sentence's scores the same however it is padded
 #   bench       benchmarks/bench_training.py --fp16 at base size: speed, FLOP, overhead and memory ratios
+#   bench_big   the same where users train: big size, bf16 autocast, 16k-token batches of WMT-length
+#               lines, five systems; with each system's share of the GPU's arithmetic rate
 #   summary     a table per phase, the summary table last
 #
 # Robust to being cut: the phases run one after another, each under its own hard time limit
-# (timeout) within the check's budget, and everything a phase measures goes to OUT/results.jsonl
-# (one JSON line a run, written as the run ends) and OUT/logs/ as it happens: a check stopped at
-# any point keeps what it measured, and `python -m benchmarks.gpu_check.cli summary --out OUT`
-# reports it. Exit status: 0 when every phase ran and passed.
+# (timeout), and everything a phase measures goes to OUT/results.jsonl (one JSON line a run,
+# written as the run ends) and OUT/logs/ as it happens: a check stopped at any point keeps what
+# it measured, and `python -m benchmarks.gpu_check.cli summary --out OUT` reports it. The whole
+# check takes at most the sum of the limits of the phases it runs (printed at the start).
+# Exit status: 0 when every phase ran and passed.
 #
-#   bash scripts/gpu_check.sh [--out DIR] [--workers N] [--dry-run] [--phases LIST] [--limit PHASE=S]...
+#   bash scripts/gpu_check.sh [--out DIR] [--workers N] [--dry-run] [--phases LIST] [--limit PHASE=S]... [--plan]
 #
 #   --out DIR        output directory (default gpu-check/); must not hold an earlier check's results
-#   --workers N      training processes sharing the GPU in the fp16 and variants phases (default 2:
-#                    a base-size step on a small batch leaves the GPU idle while Python prepares the next)
+#   --workers N      training processes sharing the GPU in the fp16 and variants phases (default 4,
+#                    the variants phase has 3 runs): a base-size step on a small batch leaves the GPU
+#                    idle while Python prepares the next
 #   --dry-run        on the CPU at the tiny dimensions with a small corpus: the same phases and
-#                    outputs in a minute or two (tests/end_to_end/test_gpu_check.py runs it in CI); fp16 runs as
-#                    fp16 (fairseq's CPU path), bf16 as fp32 (fairseq's --bf16 --cpu is its XLA path)
+#                    outputs in a few minutes (tests/end_to_end/test_gpu_check.py runs it in CI);
+#                    fp16 runs as fp16 (fairseq's CPU path), bf16 as bf16 (fairseq_mgsa/bf16.py), one process
 #   --phases LIST    only these phases, comma-separated (env and data are always run)
-#   --limit PHASE=S  another time limit for a phase, in seconds (a slower GPU)
+#   --limit PHASE=S  another time limit for a phase, in seconds (a slower GPU); the check's
+#                    total follows: it is the sum of the limits
+#   --plan           print the phases with their limits and the total, and do nothing else
 #
 # PYTHON (default python3) runs everything; the project and fairseq must import in it
 # (docs/gpu.md: installing on a machine without network).
@@ -35,7 +41,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 PY=${PYTHON:-python3}
 
-usage() { sed -n '21,33p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '24,39p' "$0" | sed 's/^# \{0,1\}//'; }
 
 # the training workers of a phase (the script calls itself under the phase's time limit):
 # each restarted while it exits 3 (a CUDA error spoilt its process) for the runs left
@@ -58,8 +64,8 @@ if [ "${1:-}" = "--worker-group" ]; then
   exit "$rc"
 fi
 
-PHASES=(env data fp16 variants invariants bench)
-OUT=gpu-check WORKERS=2 DRY=0 ONLY=$(IFS=,; echo "${PHASES[*]}") LIMITS=()
+PHASES=(env data fp16 variants invariants bench bench_big)
+OUT=gpu-check WORKERS=4 DRY=0 PLAN=0 ONLY=$(IFS=,; echo "${PHASES[*]}") LIMITS=()
 die() { echo "gpu_check.sh: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case $1 in
@@ -68,6 +74,7 @@ while [ $# -gt 0 ]; do
     --dry-run) DRY=1 ;;
     --phases) ONLY=${2:?--phases needs a list}; shift ;;
     --limit) LIMITS+=("${2:?--limit needs PHASE=SECONDS}"); shift ;;
+    --plan) PLAN=1 ;;
     -h|--help) usage; exit 0 ;;
     *) usage >&2; die "unknown option '$1'" ;;
   esac
@@ -81,46 +88,57 @@ for l in "${LIMITS[@]}"; do
   [[ $l =~ ^([a-z0-9]+)=([1-9][0-9]*)$ && " ${PHASES[*]} " == *" ${BASH_REMATCH[1]} "* ]] \
     || die "--limit: expected PHASE=SECONDS with a phase of ${PHASES[*]}, got '$l'"
 done
+
+# Time limits in seconds, one a phase; the check takes at most their sum (each phase is killed
+# at its limit; --limit raises a phase's limit and with it the total). GPU: measured on an H200
+# (docs/gpu.md), each phase's work sized to end within 75% of its limit; env + data + fp16 end
+# within the first 3 minutes, the whole check within 8 (480 s).
+if [ "$DRY" = 1 ]; then
+  DRY_FLAG=(--dry-run) WORKERS=1
+  declare -A LIMIT=([env]=60 [data]=90 [fp16]=240 [variants]=90 [invariants]=90 [bench]=150 [bench_big]=150)
+  BENCH=(--arch-size tiny --updates 2 --warmup 1 --max-tokens 512 --systems "transformer,mgsa_syntactic" --threads 1)
+  BENCH_BIG=(--arch-size tiny --updates 2 --warmup 1 --own-updates 1 --max-tokens 1024 --train-sentences 400
+             --systems "transformer,mgsa_syntactic" --threads 1)
+else
+  DRY_FLAG=()
+  declare -A LIMIT=([env]=20 [data]=14 [fp16]=140 [variants]=55 [invariants]=55 [bench]=115 [bench_big]=81)
+  # the base-size benchmark without the parameter-matched Transformer (its speed is no target),
+  # few own-run updates (throughput and memory), 20 interleaved ones (the ratios)
+  BENCH=(--arch-size base --updates 20 --warmup 3 --own-updates 5 --max-tokens 4096
+         --systems "$("$PY" fairseq_mgsa/systems.py names | grep -vx transformer_matched | paste -sd,)")
+  # five systems: the Transformer, both MG-SA kinds, HySAN and one PBA
+  BENCH_BIG=(--arch-size big --updates 8 --warmup 2 --own-updates 1 --max-tokens 16384
+             --systems transformer,mgsa_syntactic,mgsa_ngram,hysan,pba_heterogeneous_convkv)
+fi
+for l in "${LIMITS[@]}"; do LIMIT[${l%%=*}]=${l#*=}; done
+RUN=() TOTAL=0
+for p in "${PHASES[@]}"; do
+  [[ ",env,data,$ONLY," == *",$p,"* ]] || continue
+  RUN+=("$p ${LIMIT[$p]} s"); TOTAL=$((TOTAL + LIMIT[$p]))
+done
+PLAN_LINE="[gpu-check] phases and time limits: $(IFS=,; echo "${RUN[*]}" | sed 's/,/, /g'); at most $TOTAL s in all"
+if [ "$PLAN" = 1 ]; then echo "$PLAN_LINE"; exit 0; fi
+
 if [ -e "$OUT/results.jsonl" ]; then
   echo "gpu_check.sh: $OUT holds the results of an earlier check ($OUT/results.jsonl): give another --out or remove it" >&2
   exit 2
 fi
 mkdir -p "$OUT/logs" || exit 1
 OUT=$(cd "$OUT" && pwd)
-
-# Time limits in seconds: each phase's own, and the check's budget (a phase gets what is left of
-# it when less). GPU: the fp16 phase ends within the first 4 minutes (env + data + fp16 <= 240 s)
-# and the whole check within 8 (the sum, 470 s); measured on an H100 in docs/gpu.md.
-if [ "$DRY" = 1 ]; then
-  DRY_FLAG=(--dry-run) WORKERS=1 BUDGET=600
-  declare -A LIMIT=([env]=60 [data]=90 [fp16]=240 [variants]=90 [invariants]=90 [bench]=150)
-  BENCH=(--arch-size tiny --updates 2 --warmup 1 --max-tokens 512 --systems "transformer,mgsa_syntactic" --threads 1)
-else
-  DRY_FLAG=() BUDGET=470
-  declare -A LIMIT=([env]=25 [data]=40 [fp16]=175 [variants]=65 [invariants]=60 [bench]=105)
-  BENCH=(--arch-size base --updates 30 --warmup 5 --max-tokens 4096)
-fi
-for l in "${LIMITS[@]}"; do LIMIT[${l%%=*}]=${l#*=}; done
-export OUT WORKERS PY DRY
+export OUT PY DRY
+echo "$PLAN_LINE"
 
 start=$(date +%s)
 results=$OUT/results.jsonl
 phase() {  # NAME COMMAND...: runs COMMAND under the phase's limit, logs to OUT/logs/NAME.log, records it
   local name=$1; shift
   [[ ",env,data,$ONLY," == *",$name,"* ]] || return 0
-  local left=$((BUDGET - ($(date +%s) - start))) limit=${LIMIT[$name]}
-  [ "$limit" -gt "$left" ] && limit=$left
-  local t0 rc cut=false
+  local limit=${LIMIT[$name]} t0 rc cut=false
   t0=$(date +%s)
-  if [ "$limit" -lt 5 ]; then
-    echo "[gpu-check] $name: not run, the check's ${BUDGET} s are spent"
-    rc=124 cut=true
-  else
-    echo "[gpu-check] $name (limit ${limit} s; $(( $(date +%s) - start )) s so far) -> $OUT/logs/$name.log"
-    timeout -k 10 "$limit" "$@" >> "$OUT/logs/$name.log" 2>&1
-    rc=$?
-    if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then cut=true; fi
-  fi
+  echo "[gpu-check] $name (limit ${limit} s; $(( $(date +%s) - start )) s so far) -> $OUT/logs/$name.log"
+  timeout -k 10 "$limit" "$@" >> "$OUT/logs/$name.log" 2>&1
+  rc=$?
+  if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then cut=true; fi
   local seconds=$(( $(date +%s) - t0 ))
   printf '{"time": %s, "kind": "phase", "phase": "%s", "rc": %d, "seconds": %d, "limit_s": %d, "cut": %s}\n' \
     "$(date +%s)" "$name" "$rc" "$seconds" "$limit" "$cut" >> "$results"
@@ -133,11 +151,13 @@ phase env "$PY" -m benchmarks.gpu_check.cli env --out "$OUT" "${DRY_FLAG[@]}" ||
   tail -n 5 "$OUT/logs/env.log"; echo "[gpu-check] the environment is not ready: stopping"; exit 1; }
 phase data "$PY" -m benchmarks.gpu_check.cli data --out "$OUT" "${DRY_FLAG[@]}" || {
   tail -n 15 "$OUT/logs/data.log"; echo "[gpu-check] no corpus: stopping"; exit 1; }
-phase fp16 bash "$0" --worker-group fp16
-phase variants bash "$0" --worker-group variants
+phase fp16 env WORKERS="$WORKERS" bash "$0" --worker-group fp16
+phase variants env WORKERS=$((WORKERS < 3 ? WORKERS : 3)) bash "$0" --worker-group variants
 phase invariants "$PY" -m benchmarks.gpu_check.cli invariants --out "$OUT" "${DRY_FLAG[@]}"
 phase bench "$PY" benchmarks/bench_training.py --fp16 --data "$OUT/data-bin" --no-decode --history '' \
   --out "$OUT/training_${DEVICE}_$([ "$DRY" = 1 ] && echo tiny || echo base).json" "${BENCH[@]}"
+phase bench_big "$PY" benchmarks/bench_training.py --bf16 --sentences-per-line 2 --no-decode --history '' \
+  --decode-sentences 8 --out "$OUT/bench_big_${DEVICE}_$([ "$DRY" = 1 ] && echo tiny || echo big).json" "${BENCH_BIG[@]}"
 echo "[gpu-check] $(( $(date +%s) - start )) s in all"
 echo
 "$PY" -m benchmarks.gpu_check.cli summary --out "$OUT" | tee "$OUT/summary.txt"

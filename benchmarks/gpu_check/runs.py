@@ -28,6 +28,7 @@ LOSS_FALL = 0.9     # the last logged training loss must be <= this times the fi
 MAX_SKIPPED = 0.1   # fp16 overflow skips allowed, as a share of the updates
 OVERFLOW = "gradient overflow detected"
 MIN_SCALE = "Minimum loss scale reached"
+BF16_ON_DEVICE = "--bf16: bfloat16 on "  # fairseq_mgsa/bf16.py's log line
 
 
 @dataclass(frozen=True)
@@ -56,19 +57,17 @@ def phase_runs(phase: str) -> List[Run]:
 
 def precision_flags(precision: str, cpu: bool):
     """(fairseq-train flags, fairseq-generate flags, what actually ran). On the CPU (the dry run):
-    fp16 needs --fp16-no-flatten-grads (the flat fp32 copy is made with torch.cuda.current_device),
-    and --bf16 --cpu takes fairseq's XLA path, so bf16 runs in fp32 there."""
+    fp16 needs --fp16-no-flatten-grads (the flat fp32 copy is made with torch.cuda.current_device);
+    bf16 trains in bfloat16 there too (the plugin keeps --bf16 off fairseq's TPU path,
+    fairseq_mgsa/bf16.py)."""
+    device = ["--cpu"] if cpu else []
     if precision == "fp16":
-        return (["--fp16", *(["--cpu", "--fp16-no-flatten-grads"] if cpu else [])],
-                ["--fp16", *(["--cpu"] if cpu else [])], "fp16")
+        return ["--fp16", *device, *(["--fp16-no-flatten-grads"] if cpu else [])], ["--fp16", *device], "fp16"
     if precision == "memory-efficient-fp16":
-        return ["--memory-efficient-fp16", *(["--cpu"] if cpu else [])], ["--fp16", *(["--cpu"] if cpu else [])], \
-            precision
+        return ["--memory-efficient-fp16", *device], ["--fp16", *device], precision
     if precision == "bf16":
-        if cpu:
-            return ["--cpu"], ["--cpu"], "fp32 (fairseq's --bf16 --cpu is its XLA path)"
         # fairseq-generate has no bf16 path (it casts for --fp16 only): it decodes in fp32
-        return ["--bf16"], [], "bf16 (decoded in fp32: fairseq-generate has no --bf16)"
+        return ["--bf16", *device], device, "bf16 (decoded in fp32: fairseq-generate has no bf16 path)"
     raise ValueError(f"unknown precision {precision!r}")
 
 
@@ -275,6 +274,11 @@ def run_one(run: Run, data, user_dir, out_dir, s, n_test):
         rec["generate_s"] = round(time.perf_counter() - t1, 1)
     problems = ([error] if error else []) + problems_of(fig, s.updates, hyps if error is None else None,
                                                         n_test if error is None else None)
+    if run.precision == "bf16":
+        on = [line.split(BF16_ON_DEVICE, 1)[1].split(" ")[0] for line in capture.lines if BF16_ON_DEVICE in line]
+        rec["bf16_device"] = on[0] if on else None
+        if not on:
+            problems.append("--bf16 did not say it trained on the run's device (fairseq_mgsa/bf16.py)")
     rec["problems"] = problems
     rec["status"] = "pass" if not problems else "FAIL"
     rec["device_error"] = bool(error) and any(k in error for k in ("CUDA error", "device-side assert",

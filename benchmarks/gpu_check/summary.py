@@ -9,7 +9,8 @@ import os
 from . import records
 from .runs import phase_runs
 
-PHASES = ("env", "data", "fp16", "variants", "invariants", "bench")
+PHASES = ("env", "data", "fp16", "variants", "invariants", "bench", "bench_big")
+BENCH_FILES = {"bench": "training_*.json", "bench_big": "bench_big_*.json"}  # scripts/gpu_check.sh's --out
 
 
 def fmt(v, spec=".3f"):
@@ -56,21 +57,51 @@ def invariant_rows(recs):
     return rows, counts
 
 
-def bench_rows(out):
-    paths = sorted(glob.glob(os.path.join(out, "training_*.json")))
+def bench_result(out, phase):
+    paths = sorted(glob.glob(os.path.join(out, BENCH_FILES[phase])))
     if not paths:
-        return None, None
+        return None
     with open(paths[-1], encoding="utf-8") as f:
-        result = json.load(f)
-    rows = [("system", "params", "upd/s", "paired speed ratio", "time ratio [IQR]", "FLOP ratio", "overhead",
+        return json.load(f)
+
+
+def bench_rows(out):
+    result = bench_result(out, "bench")
+    if result is None:
+        return None, None
+    rows = [("system", "params", "own upd/s", "paired speed ratio", "time ratio [IQR]", "FLOP ratio", "overhead",
              "peak MB", "mem ratio")]
     for name, r in result["systems"].items():
-        iqr = (f"{fmt(r.get('time_ratio'))} [{fmt(r.get('time_ratio_q1'))}, {fmt(r.get('time_ratio_q3'))}]"
-               if r.get("time_ratio_q1") is not None else fmt(r.get("time_ratio")))
         rows.append((name, f"{r['params_M']:.1f}M", fmt(r["updates_per_s"], ".2f"),
-                     fmt(r.get("speed_ratio_interleaved_median", r.get("speed_ratio"))), iqr,
+                     fmt(r.get("speed_ratio_interleaved_median", r.get("speed_ratio"))), time_ratio(r),
                      fmt(r.get("flop_ratio")), fmt(r.get("overhead_ratio")), fmt(r["peak_mem_MB"], ".0f"),
                      fmt(r.get("mem_ratio"))))
+    return rows, result
+
+
+def time_ratio(r):
+    return (f"{fmt(r.get('time_ratio'))} [{fmt(r.get('time_ratio_q1'))}, {fmt(r.get('time_ratio_q3'))}]"
+            if r.get("time_ratio_q1") is not None else fmt(r.get("time_ratio")))
+
+
+def pct(v):
+    return "-" if v is None else f"{100 * v:.1f}%"
+
+
+def bench_big_rows(out):
+    """The realistic-batch benchmark: ratios and each system's share of the arithmetic rates."""
+    result = bench_result(out, "bench_big")
+    if result is None:
+        return None, None
+    rows = [("system", "params", "ms/update", "TFLOP/update", "TFLOP/s", "of data sheet", "of matmul",
+             "paired speed ratio", "time ratio [IQR]", "FLOP ratio", "overhead")]
+    for name, r in result["systems"].items():
+        times = r.get("interleaved_update_s")
+        ms = 1000 * sorted(times)[len(times) // 2] if times else None
+        rows.append((name, f"{r['params_M']:.1f}M", fmt(ms, ".0f"), fmt(r.get("flops_per_update", 0) / 1e12, ".2f"),
+                     fmt(r.get("achieved_TFLOPs"), ".1f"), pct(r.get("peak_share")), pct(r.get("matmul_share")),
+                     fmt(r.get("speed_ratio_interleaved_median")), time_ratio(r), fmt(r.get("flop_ratio")),
+                     fmt(r.get("overhead_ratio"))))
     return rows, result
 
 
@@ -123,5 +154,15 @@ def summary(out):
                       f"system's; time ratio: of the system's / the Transformer's, [quartiles]; overhead = time ratio / FLOP ratio; peak memory: "
                       f"{c['memory_method']}", table(rows)]
     phase_row("bench", f"{len(rows) - 1} systems" if rows else "-", rows is not None)
+    rows, result = bench_big_rows(out)
+    if rows:
+        c, rates = result["config"], result["device"].get("arithmetic") or {}
+        lines += ["", f"bench_big: {result['device']['name']}, {c['arch_size']} size, autocast {c.get('amp_dtype')}, "
+                      f"{c['max_tokens']}-token batches of {c['timed_tokens_src_tgt'] / 2 / c['timed_sentences']:.1f} "
+                      f"tokens a side on average, {c['updates']} timed updates; achieved = FLOPs per update / "
+                      f"median update time; shares of the data sheet's {fmt(rates.get('nominal_TFLOPs'), '.0f')} "
+                      f"TFLOP/s ({rates.get('nominal_source')}) and of a measured {rates.get('matmul_probe')}: "
+                      f"{fmt(rates.get('matmul_TFLOPs'), '.1f')} TFLOP/s", table(rows)]
+    phase_row("bench_big", f"{len(rows) - 1} systems" if rows else "-", rows is not None)
     lines += ["", "summary: " + ("every phase ran and passed" if ok else "NOT every phase passed"), table(final)]
     return "\n".join(lines), ok

@@ -34,11 +34,16 @@ def mgsa_param_count(model):
                if ".phrase_memory." in n or "phrase_tag_classifier" in n)
 
 
+def amp_dtype(a):
+    """The dtype the matrix products run in: --fp16 / --bf16's, else float32."""
+    return {"bf16": torch.bfloat16, "fp16": torch.float16, None: torch.float32}[a.amp_dtype]
+
+
 def amp(a, device):
     """The autocast context of --fp16 / --bf16 on `device` (a nullcontext without either)."""
     if not a.amp_dtype:
         return nullcontext
-    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[a.amp_dtype]
+    dtype = amp_dtype(a)
     return lambda: torch.autocast(device.type, dtype=dtype)
 
 

@@ -1,11 +1,13 @@
 """scripts/gpu_check.sh --dry-run: the GPU check's phases on the CPU at the tiny dimensions, as CI
 can run them: every registered system trained by fairseq in fp16 (its CPU path) and decoded in
-fp16, the variants, the invariants in float16 and bfloat16, the benchmark with --fp16, the report;
-a check cut by a phase's time limit keeps what it measured and says so; bad options stop it
+fp16, the variants (bf16 in bfloat16), the invariants in float16 and bfloat16, the benchmark with
+--fp16 and the realistic-batch one with bf16, the report; a check cut by a phase's time limit
+keeps what it measured and says so; the total follows the phases' limits; bad options stop it
 before any work."""
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -44,15 +46,15 @@ def test_the_dry_run_passes_every_phase(dry_run):
     proc = dry_run["proc"]
     assert proc.returncode == 0, proc.stdout[-6000:]
     phases = {r["phase"]: r for r in dry_run["records"] if r["kind"] == "phase"}
-    assert list(phases) == ["env", "data", "fp16", "variants", "invariants", "bench"]
+    assert list(phases) == ["env", "data", "fp16", "variants", "invariants", "bench", "bench_big"]
     assert all(p["rc"] == 0 and not p["cut"] for p in phases.values()), phases
     # the summary table comes last, one row a phase
-    last = proc.stdout.rstrip().splitlines()[-7:]
+    last = proc.stdout.rstrip().splitlines()[-8:]
     assert last[0].split()[:5] == ["phase", "result", "seconds", "limit", "s"]
     assert [row.split()[0] for row in last[1:]] == list(phases)
     assert all(row.rstrip().endswith("pass") for row in last[1:]), last
     with open(os.path.join(dry_run["out"], "summary.txt")) as f:
-        assert f.read().rstrip().splitlines()[-7:] == last
+        assert f.read().rstrip().splitlines()[-8:] == last
 
 
 def test_every_system_trains_and_decodes_in_fp16(dry_run):
@@ -75,7 +77,10 @@ def test_variants_and_what_they_ran_as_on_the_cpu(dry_run):
     assert sorted(r["name"] for r in runs) == ["bf16/mgsa_syntactic", "fp16/mgsa_syntactic@big",
                                                "memory-efficient-fp16/mgsa_syntactic"]
     by_precision = {(r["precision"], r["size"]): r for r in runs}
-    assert by_precision[("bf16", "base")]["ran_as"].startswith("fp32")  # fairseq's --bf16 --cpu: XLA
+    bf16 = by_precision[("bf16", "base")]
+    assert bf16["ran_as"].startswith("bf16") and bf16["bf16_device"] == "cpu"  # not fairseq's XLA path
+    with open(os.path.join(dry_run["out"], bf16["log"])) as f:
+        assert "--bf16" in f.readline()
     assert by_precision[("memory-efficient-fp16", "base")]["ran_as"] == "memory-efficient-fp16"
     assert by_precision[("fp16", "big")]["status"] == "pass"
     assert all(r["status"] == "pass" for r in by_precision.values())
@@ -97,6 +102,36 @@ def test_benchmark_with_fp16_gives_the_ratios(dry_run):
     for key in ("speed_ratio", "time_ratio", "flop_ratio", "overhead_ratio", "mem_ratio"):
         assert mgsa[key] > 0, key
     assert "mgsa_syntactic" in dry_run["proc"].stdout.split("bench:")[-1]
+
+
+def test_realistic_batches_in_bf16_with_the_arithmetic_shares(dry_run):
+    with open(os.path.join(dry_run["out"], "bench_big_cpu_tiny.json")) as f:
+        result = json.load(f)
+    c, rates = result["config"], result["device"]["arithmetic"]
+    assert c["amp_dtype"] == "bf16" and rates["dtype"] == "bfloat16"
+    # two grammar sentences a line: WMT-like lengths, not the grammar's ~13 tokens
+    assert c["timed_tokens_src_tgt"] / 2 / c["timed_sentences"] > 20
+    assert rates["nominal_TFLOPs"] is None and rates["matmul_TFLOPs"] > 0  # no data-sheet figure for a CPU
+    for name in ("transformer", "mgsa_syntactic"):
+        r = result["systems"][name]
+        achieved = r["flops_per_update"] / statistics.median(r["interleaved_update_s"]) / 1e12
+        assert r["achieved_TFLOPs"] == pytest.approx(achieved)
+        assert r["matmul_share"] == pytest.approx(achieved / rates["matmul_TFLOPs"]) and r["peak_share"] is None
+    report = dry_run["proc"].stdout.split("bench_big:")[-1]
+    assert "of matmul" in report and "mgsa_syntactic" in report
+
+
+def test_the_total_follows_the_limits(tmp_path):
+    """--limit gives a phase its time even beyond the defaults' total (it was capped silently)."""
+    out = str(tmp_path / "limits")
+    proc, _ = run_check("--dry-run", "--out", out, "--phases", "env", "--limit", "data=900")
+    assert "phases and time limits: env 60 s, data 900 s; at most 960 s in all" in proc.stdout
+    data = next(r for r in read_records(out) if r["kind"] == "phase" and r["phase"] == "data")
+    assert data["limit_s"] == 900 and not data["cut"]
+    plan, _ = run_check("--plan", "--limit", "fp16=300")
+    limits = dict(x.rsplit(" ", 2)[:2] for x in plan.stdout.split(": ", 1)[1].split(";")[0].split(", "))
+    assert limits["fp16"] == "300" and len(limits) == 7
+    assert f"at most {sum(map(int, limits.values()))} s in all" in plan.stdout
 
 
 def test_a_cut_phase_keeps_what_it_measured(tmp_path):

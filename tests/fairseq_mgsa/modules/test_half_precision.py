@@ -1,7 +1,7 @@
 """Half precision: every MG-SA module, forward and backward, in torch.float16 (the module
 and its inputs cast with .half(), as fp16 training on a GPU runs them) and in float32
-under torch.autocast("cpu", dtype=torch.bfloat16) (what --bf16 amounts to on CPU; fairseq's
-own --bf16 --cpu takes its XLA path, docs/gpu.md).
+under torch.autocast("cpu", dtype=torch.bfloat16) (mixed precision; fairseq-train --bf16 with the
+plugin casts the whole model to bfloat16, tests/end_to_end/test_bf16_commands.py).
 
 Checked against the same module in float32 on the same inputs: outputs, input gradients
 and parameter gradients are finite everywhere (padding positions included: masks never
