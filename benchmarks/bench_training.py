@@ -216,9 +216,7 @@ def run(a, chosen, device, out):
         if a.data:
             data, phrases = a.data, None
         else:
-            # about max_tokens / 12 sentences per batch (short sentences, padding, multiple of 8)
-            words = 11 * a.sentences_per_line + 1  # tokens per line, about
-            n_train = a.train_sentences or min(400_000, max(2000, int(n_batches * a.max_tokens / words * 1.2)))
+            n_train = a.train_sentences or bdata.train_sentences(n_batches, a.max_tokens, a.sentences_per_line)
             logger.info("generating %d training sentences and binarizing them in %s", n_train, workdir)
             data, phrases = bdata.make_data(workdir, n_train, a.decode_sentences, a.seed, a.sentences_per_line)
 
