@@ -132,7 +132,7 @@ def main(argv=None):
     if a.threads:
         torch.set_num_threads(a.threads)
     device = torch.device(a.device)
-    t0 = time.perf_counter()
+    t0, load_start = time.perf_counter(), os.getloadavg()[0]
     results, size = measure(a, chosen, device)
     print(f"\nKernel operators and host synchronisations of one training update, {a.arch_size} size, first batch "
           f"({size['sentences']} sentences, {size['tokens_src_tgt']} src+tgt tokens, max_tokens {a.max_tokens}), "
@@ -156,7 +156,7 @@ def main(argv=None):
             "git_commit": gi["commit"], "git_dirty": gi["dirty"],
             "command": "python benchmarks/op_counts.py " + " ".join(sys.argv[1:] if argv is None else argv),
             "versions": {"python": platform.python_version(), "torch": torch.__version__},
-            "device": device_info(device),
+            "device": {**device_info(device), "load_avg_1min": {"start": load_start, "end": os.getloadavg()[0]}},
             "config": {"arch_size": a.arch_size, "max_tokens": a.max_tokens, "batch": size, "seed": a.seed,
                        "amp_dtype": a.amp_dtype, "baseline": registry.BASELINE, "counts": op_counts.RULES},
             "systems": results, "wall_s": round(time.perf_counter() - t0, 1)}

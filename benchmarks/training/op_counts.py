@@ -30,6 +30,11 @@ into what runs. Rules:
     synchronisation or metadata.
   A foreach operator (_foreach_mul_ over every parameter) counts once: one dispatch, a few
   multi_tensor_apply launches on a GPU.
+* what a GPU runs, where the CPU runs something else: dropout is one fused native_dropout on
+  a GPU and bernoulli_, div_ and mul on the CPU (torch's dropout picks by device): the three
+  count as one, native_dropout (its backward, one mul by the mask, stays one operator, as
+  native_dropout_backward on a GPU); and as_on_gpu() sets the plugin's own device-dependent
+  choices as on a GPU (PhraseMemory composes every granularity at once there).
 * a host synchronisation is an operator that makes the host wait for device data:
   _local_scalar_dense (.item(), int(), float(), bool() of a tensor, `if tensor:`), equal and
   is_nonzero; nonzero (torch.where(cond), argwhere), masked_select, unique, bincount,
@@ -112,6 +117,7 @@ class OpCounter(TorchDispatchMode):
         self.syncs = collections.Counter()          # (phase, kind) -> count
         self.sync_sites = collections.Counter()     # "kind op at file:line function" -> count
         self.left_out = collections.Counter()       # view / allocation / host / no tensor -> count
+        self.dropout_masks = WeakIdKeyDictionary()  # the CPU's dropout mask -> "drawn" / "scaled" / "applied"
         self._patched = {}
 
     # ---- where a tensor lives
@@ -165,6 +171,8 @@ class OpCounter(TorchDispatchMode):
             if all(_storage(t) in shared for t in outputs):
                 self.left_out["view"] += 1
                 return out
+        if self.simulated and self._cpu_dropout(func, args):
+            return out
         self.kernels[self.current, name] += 1
         kind = DATA_DEPENDENT.get(packet)
         if kind is None and packet in BOOL_INDEXED:
@@ -182,6 +190,25 @@ class OpCounter(TorchDispatchMode):
         if kind is not None:
             self._sync(kind, name)
         return out
+
+    def _cpu_dropout(self, func, args):
+        """The CPU's dropout, bernoulli_ of a fresh mask, div_ of it by 1 - p, the input times it,
+        counted as what a GPU runs: one native_dropout. True where `func` is a part left out."""
+        if func is aten.bernoulli_.float:
+            self.dropout_masks[args[0]] = "drawn"
+            self.kernels[self.current, "native_dropout"] += 1
+            return True
+        if func is aten.div_.Scalar and self.dropout_masks.get(args[0]) == "drawn":
+            self.dropout_masks[args[0]] = "scaled"
+            self.left_out["dropout, one native_dropout on a GPU"] += 1
+            return True
+        if func is aten.mul.Tensor:
+            for t in args[:2]:
+                if isinstance(t, torch.Tensor) and self.dropout_masks.get(t) == "scaled":
+                    self.dropout_masks[t] = "applied"  # the backward's mul by the mask is counted
+                    self.left_out["dropout, one native_dropout on a GPU"] += 1
+                    return True
+        return False
 
     # ---- copies to the host that dispatch nothing on the CPU
     def __enter__(self):
@@ -225,6 +252,19 @@ class OpCounter(TorchDispatchMode):
         }
 
 
+def as_on_gpu(model):
+    """Sets the choices the plugin's modules make by device as a GPU makes them, so that a count
+    on the CPU counts what a GPU runs: PhraseMemory composes every granularity at once (the
+    CPU layout composes them one by one). Returns how many modules were set."""
+    from fairseq_mgsa.modules.phrase_memory import PhraseMemory
+
+    n = 0
+    for m in model.modules():
+        if isinstance(m, PhraseMemory) and m.compose_all_at_once is None:
+            m.compose_all_at_once, n = True, n + 1
+    return n
+
+
 def count(fn, *args, device="cpu", **kwargs):
     """(fn's result, the OpCounter summary of running fn(*args, **kwargs) once)."""
     counter = OpCounter(device)
@@ -246,7 +286,8 @@ RULES = ("aten operators dispatched in one training update (forward, backward, t
          "step) on the first batch, after one uncounted update on it (the optimizer's state and the models' caches "
          "made), counted below autograd (benchmarks/training/op_counts.py); left out: views (no write, output on an "
          "input's storage), bare allocations, host-side scalar work, operators returning no tensor; a foreach "
-         "operator counts once. host_syncs: .item()/int()/bool() of device data, equal, is_nonzero, nonzero, "
+         "operator counts once; on the CPU as a GPU runs it: dropout one native_dropout, the plugin's device "
+         "choices as on a GPU (as_on_gpu). host_syncs: .item()/int()/bool() of device data, equal, is_nonzero, nonzero, "
          "masked_select, unique, bincount, boolean-mask index/index_put, repeat_interleave without output_size, "
          "tolist/cpu/numpy/copies to the host of device data")
 

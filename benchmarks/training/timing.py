@@ -194,10 +194,11 @@ def flops_per_update(args, task, sample, a, device, count_ops=False):
     dominates a Transformer); element-wise work (activations, gates of an LSTM cell beyond its
     matrix products, normalisation, softmax) is not counted. With count_ops, "ops" holds the
     kernel operators and host synchronisations of a second update on the same sample
-    (op_counts.py), the optimizer Adam with foreach in both."""
+    (op_counts.py; on the CPU with the model's device choices as on a GPU), the optimizer
+    Adam with foreach in both."""
     from torch.utils.flop_counter import FlopCounterMode
 
-    from .op_counts import count_update
+    from .op_counts import as_on_gpu, count_update
 
     model, criterion = build(args, task, device)
     model.train()
@@ -209,6 +210,8 @@ def flops_per_update(args, task, sample, a, device, count_ops=False):
     fwd, bwd = flops["forward"].get_total_flops(), flops["backward"].get_total_flops()
     result = {"flops_per_update": fwd + bwd, "flops_forward": fwd, "flops_backward": bwd}
     if count_ops:
+        if device.type == "cpu":
+            as_on_gpu(model)
         result["ops"] = count_update(step, sample, device)
     del model, criterion, opt, step
     gc.collect()

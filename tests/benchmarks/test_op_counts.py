@@ -3,6 +3,8 @@ functions whose counts are known, then on every registered system: none may make
 for the device more often per training update than the Transformer does."""
 
 import argparse
+import os
+import re
 
 import pytest
 import torch
@@ -11,6 +13,7 @@ from benchmarks.training import data as bdata
 from benchmarks.training import op_counts, timing
 from fairseq_mgsa import systems as registry
 from tests.fairseq_runs import USER_DIR, make_data_bin
+from tests.paths import ROOT
 
 
 def counts(fn, *args):
@@ -89,13 +92,50 @@ def test_backward_and_foreach_are_counted_in_their_phases(x):
     assert torch.equal(w.grad, x * 0.5) and torch.equal(other, torch.full((3,), 0.5))
 
 
+def test_the_cpus_dropout_counts_as_the_gpus_one_fused_operator(x):
+    w = x.clone().requires_grad_()
+    counter = op_counts.OpCounter()
+    with counter:
+        with counter.phase("forward"):
+            loss = torch.nn.functional.dropout(w, 0.5, training=True).sum()  # CPU: bernoulli_, div_, mul; sum
+        with counter.phase("backward"):
+            loss.backward()  # the seed, the mul by the mask (native_dropout_backward on a GPU)
+    c = counter.summary()
+    assert c["by_phase"]["forward"]["kernel_ops"] == 2 and c["by_op"]["native_dropout"] == 1
+    assert c["by_phase"]["backward"]["kernel_ops"] == 2
+    kept = w.grad != 0  # the mask, scaled by 1 / (1 - p)
+    assert torch.equal(w.grad[kept], torch.full_like(w.grad[kept], 2.0))
+
+
+def test_the_plugins_device_choices_are_counted_as_a_gpu_makes_them():
+    """Every branch of the plugin on the device must be one that as_on_gpu() sets: a new one would
+    make the CPU count something else than a GPU runs."""
+    branches = []
+    for folder, _, files in os.walk(os.path.join(ROOT, "fairseq_mgsa")):
+        for name in files:
+            if name.endswith(".py"):
+                path = os.path.join(folder, name)
+                with open(path, encoding="utf-8") as f:
+                    branches += [os.path.relpath(path, ROOT) for line in f if not line.strip().startswith("#")
+                                 and re.search(r"\.is_cuda\b|device\.type\b|\.is_cpu\b|cuda\.is_available", line)]
+    assert branches == ["fairseq_mgsa/modules/phrase_memory.py"]
+    from fairseq_mgsa.modules.phrase_memory import PhraseMemory
+    model = torch.nn.Sequential(PhraseMemory(3, 16, 8, "san", "onlstm", 4))
+    assert model[0].compose_all_at_once is None
+    assert op_counts.as_on_gpu(model) == 1 and model[0].compose_all_at_once is True
+
+
 def test_a_sync_names_the_line_that_asked_for_it(x):
     c = counts(lambda: int(x.argmax()))
     [site] = c["sync_sites"]
     assert site.startswith("item (_local_scalar_dense) at tests/benchmarks/test_op_counts.py:")
 
 
-# ---------------------------------------------------------------- every system, tiny size
+# ---------------------------------------------------------------- every system
+# The base architectures' layers (6 + 6: fairseq's padding checks sync once per encoder layer),
+# with small dimensions: the syncs of an update depend on the layers, not on their width.
+SMALL_BASE = registry.dims(6, 64, 128, 8)
+
 
 @pytest.fixture(scope="module")
 def system_counts(tmp_path_factory):
@@ -107,7 +147,7 @@ def system_counts(tmp_path_factory):
                                         1, torch.device("cpu"))
     out = {}
     for name, s in registry.SYSTEMS.items():
-        args = bdata.parse(common + s.train_args("tiny"))
+        args = bdata.parse(common + s.train_args("base") + list(SMALL_BASE))
         out[name] = timing.flops_per_update(args, task, batch, a, torch.device("cpu"), count_ops=True)["ops"]
     return out
 
