@@ -67,7 +67,7 @@ SCALAR_READS = {aten._local_scalar_dense, aten.equal, aten.is_nonzero}
 DATA_DEPENDENT = {aten.nonzero: "nonzero", aten.masked_select: "masked_select", aten._unique: "unique",
                   aten._unique2: "unique", aten.unique_dim: "unique", aten.unique_consecutive: "unique",
                   aten.unique_dim_consecutive: "unique", aten.bincount: "bincount"}
-BOOL_INDEXED = {aten.index, aten.index_put, aten.index_put_, aten._index_put_impl_, aten._unsafe_index}
+BOOL_INDEXED = {aten.index, aten.index_put, aten.index_put_, aten._index_put_impl_}
 PHASES = ("forward", "backward", "optimizer")
 _TORCH_DIR = os.path.dirname(torch.__file__)
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -215,7 +215,7 @@ class OpCounter(TorchDispatchMode):
         if self.simulated:
             for method in ("tolist", "cpu", "numpy"):
                 original = getattr(torch.Tensor, method)
-                self._patched[method] = original
+                self._patched[method] = torch.Tensor.__dict__.get(method)  # None: inherited from TensorBase
 
                 def wrapper(t, *a, _original=original, _method=method, **k):
                     if t.device.type == "cpu" and not self.is_host(t):
@@ -226,7 +226,10 @@ class OpCounter(TorchDispatchMode):
 
     def __exit__(self, *exc):
         for method, original in self._patched.items():
-            setattr(torch.Tensor, method, original)
+            if original is None:
+                delattr(torch.Tensor, method)
+            else:
+                setattr(torch.Tensor, method, original)
         self._patched = {}
         return super().__exit__(*exc)
 
