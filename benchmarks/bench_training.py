@@ -20,6 +20,9 @@ and label smoothing 0.1 for all):
   backward) and the overhead ratio = time ratio / FLOP ratio against the baseline: 1 when a
   system costs exactly its extra arithmetic, above 1 when it spends time on something else
   (small kernels, host work);
+* kernel operators and host synchronisations of a second update on that batch
+  (training/op_counts.py; Adam with foreach, as on a GPU): what a launch-bound GPU step pays
+  for, countable on the CPU; the kernel-operator ratio against the baseline;
 * decoding (unless --no-decode): fairseq-generate --beam 4 of the checkpoint of its own run on
   the test split of the same corpus, every hypothesis --decode-len tokens long
   (training/decoding.py says why), sentences/s and the paired ratio over --decode-rounds rounds;
@@ -219,9 +222,7 @@ def run(a, chosen, device, out):
         if a.data:
             data, phrases = a.data, None
         else:
-            # about max_tokens / 12 sentences per batch (short sentences, padding, multiple of 8)
-            words = 11 * a.sentences_per_line + 1  # tokens per line, about
-            n_train = a.train_sentences or min(400_000, max(2000, int(n_batches * a.max_tokens / words * 1.2)))
+            n_train = a.train_sentences or bdata.train_sentences(n_batches, a.max_tokens, a.sentences_per_line)
             logger.info("generating %d training sentences and binarizing them in %s", n_train, workdir)
             data, phrases = bdata.make_data(workdir, n_train, a.decode_sentences, a.seed, a.sentences_per_line)
 
@@ -297,9 +298,13 @@ def run(a, chosen, device, out):
                                 pr["time_ratio_q1"], pr["time_ratio_q3"])
 
         for n in names:
-            results[n].update(timing.flops_per_update(all_args[n], task, batches[0], a, device))
-            logger.info("%-24s %.3f GFLOP per update (forward + backward, first batch)", n,
-                        results[n]["flops_per_update"] / 1e9)
+            figures = timing.flops_per_update(all_args[n], task, batches[0], a, device, count_ops=True)
+            ops = figures.pop("ops")
+            results[n].update(figures, kernel_ops=ops["kernel_ops"], host_syncs=ops["host_syncs"],
+                              ops={k: v for k, v in ops.items() if k != "by_op"})
+            logger.info("%-24s %.3f GFLOP per update (forward + backward, first batch); %d kernel operators, "
+                        "%d host synchronisations (a second update)", n, results[n]["flops_per_update"] / 1e9,
+                        ops["kernel_ops"], ops["host_syncs"])
         rates = None
         if a.interleave:
             rates = arithmetic.shares(results, device, timing.amp_dtype(a))

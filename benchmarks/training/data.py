@@ -40,6 +40,13 @@ def make_data(workdir, train_sentences, test_sentences, seed, sentences_per_line
                   "mean_phrase_tokens": [lv["mean_phrase_subwords"] for lv in train["levels"]]}
 
 
+def train_sentences(n_batches, max_tokens, sentences_per_line=1):
+    """The generated training set's size: enough for n_batches of max_tokens, about max_tokens / 12
+    sentences a batch (short sentences, padding, a multiple of 8), at least 2,000."""
+    words = 11 * sentences_per_line + 1  # tokens per line, about
+    return min(400_000, max(2000, int(n_batches * max_tokens / words * 1.2)))
+
+
 def common_args(a, data, user_dir):
     """What every system shares: data, training hyper-parameters, batch and seed."""
     return [data, "--user-dir", user_dir, "--share-all-embeddings", "--label-smoothing", "0.1",

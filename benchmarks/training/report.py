@@ -25,7 +25,8 @@ PAPER = {
 for _row in PAPER["base"].values():
     _row["speed_ratio"] = round(_row["steps_per_s"] / PAPER["base"]["transformer"]["steps_per_s"], 3)
 
-# Targets, per system, as the issues set them (MG-SA: issues 4 and 13; PBA: 9; HySAN: 10).
+# Targets, per system, as the issues set them (MG-SA: issues 4 and 13; PBA: 9; HySAN: 10;
+# operators and synchronisations: 43).
 # Speed: minimum speed ratio against the baseline; memory: the most peak memory against the
 # baseline's; time/FLOP: the most overhead ratio (time ratio / FLOP ratio), in training and in
 # decoding (issue 21), for every system; parameters: the most relative deviation of the
@@ -38,6 +39,12 @@ TARGETS = {
     "mem_ratio_max": {name: 1.10 for name in MGSA},
     "overhead_ratio_max": {name: 1.15 for name in MGSA + PEERS},
     "decode_overhead_ratio_max": {name: 1.15 for name in MGSA + PEERS},
+    # kernel operators per update over the baseline's (training/op_counts.py): the GPU's cost
+    # where a step is launch-bound; PBA's against its FLOP ratio, since it adds arithmetic
+    "kernel_op_ratio_max": {name: 1.15 for name in MGSA + ("hysan",)},
+    "kernel_op_per_flop_ratio_max": {name: 1.10 for name in PEERS if name.startswith("pba_")},
+    # no system makes the host wait for the device more often per update than the baseline
+    "host_syncs_at_most_baseline": MGSA + PEERS,
     "overhead_rel_tol": 0.10,
 }
 
@@ -73,7 +80,8 @@ def tokens_per_s(r):
 
 def table(results, arch_size):
     paper = PAPER.get(arch_size, {})
-    head = ["system", "params M", "+M", "paper +M", "GFLOP/upd", "FLOP ratio", "time ratio (paired, IQR)",
+    head = ["system", "params M", "+M", "paper +M", "GFLOP/upd", "FLOP ratio", "kernel ops", "ops ratio", "syncs",
+            "time ratio (paired, IQR)",
             "overhead [95%]", "upd/s", "tok/s", "paper speed", "mem ratio", "decode sent/s", "decode ratio",
             "dec MFLOP/tok", "dec FLOP ratio", "dec time ratio [95%]", "dec overhead"]
     rows = [head]
@@ -84,7 +92,8 @@ def table(results, arch_size):
         per_token = d.get("decode_flops_per_token")
         rows.append([name, fmt(r["params_M"], ".2f"), fmt(r["param_overhead_M"], "+.3f"),
                      fmt(p.get("overhead_M"), "+.1f"), fmt(r["flops_per_update"] / 1e9, ".2f"),
-                     fmt(r["flop_ratio"], ".3f"), fmt(r["time_ratio"], ".3f") + iqr,
+                     fmt(r["flop_ratio"], ".3f"), fmt(r.get("kernel_ops"), "d"), fmt(r.get("kernel_op_ratio"), ".3f"),
+                     fmt(r.get("host_syncs"), "d"), fmt(r["time_ratio"], ".3f") + iqr,
                      fmt(r["overhead_ratio"], ".3f") + fmt_ci(r.get("overhead_ratio_ci95")),
                      fmt(r["updates_per_s"], ".3f"),
                      fmt(tokens_per_s(r), ".0f"), fmt(p.get("speed_ratio"), ".3f"), fmt(r["mem_ratio"], ".3f"),
@@ -136,6 +145,23 @@ def check_targets(results, arch_size, baseline):
             checks["param_overhead"] = {"target": f"overhead within {tol:.0%} of the paper's +{paper}M",
                                         "value": r["param_overhead_M"], "relative_deviation": dev,
                                         "pass": None if dev is None else abs(dev) <= tol}
+        ops_max = TARGETS["kernel_op_ratio_max"].get(name)
+        if ops_max is not None:
+            value = r.get("kernel_op_ratio")
+            checks["kernel_ops"] = {"target": f"kernel operator ratio <= {ops_max}", "value": value,
+                                    "pass": None if value is None else value <= ops_max}
+        per_flop_max = TARGETS["kernel_op_per_flop_ratio_max"].get(name)
+        if per_flop_max is not None:
+            value = (r["kernel_op_ratio"] / r["flop_ratio"] if r.get("kernel_op_ratio") is not None
+                     and r.get("flop_ratio") else None)
+            checks["kernel_ops_per_flop"] = {"target": f"kernel operator ratio / FLOP ratio <= {per_flop_max}",
+                                             "value": value, "pass": None if value is None else value <= per_flop_max}
+        base_syncs = (results.get(baseline) or {}).get("host_syncs")
+        if name in TARGETS["host_syncs_at_most_baseline"]:
+            value = r.get("host_syncs")
+            checks["host_syncs"] = {"target": f"host syncs per update <= the baseline's ({fmt(base_syncs, 'd')})",
+                                    "value": value, "pass": None if value is None or base_syncs is None
+                                    else value <= base_syncs}
         out[name] = checks
     return out
 
@@ -144,7 +170,7 @@ def targets_table(targets):
     rows = [["system", "target", "value", "result"]]
     for name, checks in targets.items():
         for c in checks.values():
-            value = fmt(c["value"], ".3f")
+            value = fmt(c["value"], "d" if isinstance(c["value"], int) else ".3f")
             if c.get("measure", "").startswith("interleaved"):
                 value += " paired median"
                 if c.get("ci95"):
@@ -188,17 +214,21 @@ def readme_table(report):
         f"load average {fmt(load.get('start'), '.1f')} / {fmt(load.get('end'), '.1f')}, "
         f"{report['date'][:10]}, commit {(report.get('git_commit') or '?')[:7]}: {c['updates']} timed updates "
         f"(+{c['warmup']} warm-up) of max_tokens {c['max_tokens']} on identical batches"
-        + (", all systems interleaved on every batch" if interleaved else "") + "; "
+        + (", all systems interleaved on every batch" if interleaved else "")
+        + ("; kernel operators and host synchronisations of one update on the first batch, forward, backward and "
+           "Adam with foreach (benchmarks/training/op_counts.py)" if any(
+               r.get("kernel_ops") is not None for r in report["systems"].values()) else "") + "; "
         + (f"decoding: --beam 4 on {dc['sentences']} test sentences, every hypothesis {dc['length']} tokens "
            f"(--min-len = --max-len-b), fairseq-generate {dc['rounds']} interleaved round(s)"
            + (f", in-process {dc['step_rounds']} interleaved round(s) paired per batch" if dc.get("step_rounds")
               else "") + ". " if dc else "")
         + f"`{report['command']}`, `{report['out']}`.",
         "",
-        "| system | params | FLOPs/update (ratio) | time ratio, paired median [95% CI] | overhead ratio [95% CI] | "
+        "| system | params | FLOPs/update (ratio) | kernel operators/update (ratio) | host syncs/update "
+        "| time ratio, paired median [95% CI] | overhead ratio [95% CI] | "
         "tokens/s | peak memory ratio | decoding FLOPs/token (ratio) | decoding time ratio [95% CI] | "
         "decoding overhead ratio [95% CI] | decoding sentences/s (ratio) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, r in report["systems"].items():
         d = r.get("decode") or {}
@@ -206,7 +236,8 @@ def readme_table(report):
         per_token = d.get("decode_flops_per_token")
         lines.append(
             f"| {r['label']} | {r['params_M']:.2f}M{over} | {r['flops_per_update'] / 1e9:.1f}G "
-            f"({fmt(r['flop_ratio'], '.3f')}) | {fmt(r['time_ratio'], '.3f')}{fmt_ci(r.get('time_ratio_ci95'))} "
+            f"({fmt(r['flop_ratio'], '.3f')}) | {fmt(r.get('kernel_ops'), ',d')} ({fmt(r.get('kernel_op_ratio'), '.3f')}) "
+            f"| {fmt(r.get('host_syncs'), 'd')} | {fmt(r['time_ratio'], '.3f')}{fmt_ci(r.get('time_ratio_ci95'))} "
             f"| {fmt(r['overhead_ratio'], '.3f')}{fmt_ci(r.get('overhead_ratio_ci95'))} "
             f"| {fmt(tokens_per_s(r), '.0f')} | {fmt(r['mem_ratio'], '.3f')} "
             f"| {fmt(per_token and per_token / 1e6, '.1f')}{'M' if per_token else ''} "

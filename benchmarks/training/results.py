@@ -13,7 +13,7 @@ import torch
 
 from fairseq_mgsa import systems as registry
 
-from . import memory, report
+from . import memory, op_counts, report
 from .env import ROOT, CpuPeakMemory, device_info, git_info
 
 
@@ -50,6 +50,7 @@ def ratios(results, baseline, arch_size):
         r["mem_ratio"] = ratio("peak_mem_MB")
         r["params_ratio"] = ratio("params")
         r["flop_ratio"] = ratio("flops_per_update")
+        r["kernel_op_ratio"] = ratio("kernel_ops")
         if r.get("time_ratio_median") is not None:
             r["time_ratio"], r["time_ratio_measure"] = r["time_ratio_median"], "interleaved, paired median"
         else:
@@ -108,9 +109,11 @@ def assemble(a, chosen, results, targets, profile, decode_cfg, phrases, task, de
             "timed_batches": n_timed, "timed_sentences": sentences, "timed_tokens_src_tgt": tokens,
             "flops": "torch.utils.flop_counter.FlopCounterMode, one update (criterion forward + backward) on the "
                      "first batch; counts matrix products, convolutions and attention, not element-wise work",
+            "ops": op_counts.RULES,
             "ratios": "speed_ratio: updates/s over the baseline's (own runs, wall time); time_ratio: time per "
                       "update over the baseline's (interleaved: median of the per-batch paired ratios, "
                       "time_ratio_q1/q3 the quartiles); flop_ratio: FLOPs per update over the baseline's; "
+                      "kernel_op_ratio: kernel operators per update over the baseline's; "
                       "overhead_ratio = time_ratio / flop_ratio (its ci95: time_ratio_ci95 / flop_ratio, the "
                       "bootstrap over the interleaved batches); decode.flop_ratio: decoding FLOPs per generated "
                       "token over the baseline's; decode.time_ratio: median of the paired per-batch decoding "
@@ -132,7 +135,7 @@ def assemble(a, chosen, results, targets, profile, decode_cfg, phrases, task, de
 HISTORY_KEYS = ("updates_per_s", "speed_ratio", "time_ratio", "time_ratio_q1", "time_ratio_q3", "time_ratio_ci95",
                 "speed_ratio_interleaved_median", "speed_ratio_interleaved_ci95", "flop_ratio",
                 "overhead_ratio", "overhead_ratio_ci95", "tokens_per_s", "peak_mem_MB", "mem_ratio", "params_M",
-                "param_overhead_M")
+                "param_overhead_M", "kernel_ops", "kernel_op_ratio", "host_syncs")
 DECODE_HISTORY_KEYS = ("decode_flops_per_token", "flop_ratio", "time_ratio", "time_ratio_ci95", "overhead_ratio",
                        "overhead_ratio_ci95")
 

@@ -47,32 +47,52 @@ def amp(a, device):
     return lambda: torch.autocast(device.type, dtype=dtype)
 
 
+def no_phase(name):
+    return nullcontext()
+
+
+def optimizer(model, a, device, foreach=None):
+    """(torch.optim.Adam as every system trains with, the GradScaler of --fp16 or None).
+    foreach=None: torch's default, the foreach implementation on a GPU, a loop over the
+    parameters on the CPU; the operator count (op_counts.py) asks for foreach on both."""
+    opt = torch.optim.Adam(model.parameters(), lr=a.lr, betas=(0.9, 0.98), eps=1e-8, foreach=foreach)
+    # float16's narrow range: the loss scaled up before backward, updates with inf/NaN gradients skipped
+    scaler = torch.amp.GradScaler(device.type) if a.amp_dtype == "fp16" else None
+    return opt, scaler
+
+
+def update_step(model, criterion, opt, autocast, scaler=None):
+    """step(sample, phase=no_phase) -> loss: one training update. `phase(name)` is a context
+    entered around its "forward" (criterion and loss / sample_size), "backward" and
+    "optimizer" parts: the FLOP and operator counts wrap them in their counters."""
+
+    def step(sample, phase=no_phase):
+        with phase("forward"):
+            with autocast():
+                loss, sample_size, _ = criterion(model, sample)
+            loss = loss / sample_size
+        with phase("backward"):
+            (scaler.scale(loss) if scaler is not None else loss).backward()
+        with phase("optimizer"):
+            if scaler is not None:
+                scaler.step(opt)
+                scaler.update()
+            else:
+                opt.step()
+            opt.zero_grad(set_to_none=True)
+        return loss.detach()
+
+    return step
+
+
 def make_trainer(args, task, batches, a, device):
     """(model, step(sample) -> loss, the batches as the model takes them, net_input keys
     left out): one training update, the same code for every system."""
     model, criterion = build(args, task, device)
     model.train()
     batches, dropped = model_batches(model, batches)
-    opt = torch.optim.Adam(model.parameters(), lr=a.lr, betas=(0.9, 0.98), eps=1e-8)
-    autocast = amp(a, device)
-    # float16's narrow range: the loss scaled up before backward, updates with inf/NaN gradients skipped
-    scaler = torch.amp.GradScaler(device.type) if a.amp_dtype == "fp16" else None
-
-    def step(sample):
-        with autocast():
-            loss, sample_size, _ = criterion(model, sample)
-        loss = loss / sample_size
-        if scaler is not None:
-            scaler.scale(loss).backward()
-            scaler.step(opt)
-            scaler.update()
-        else:
-            loss.backward()
-            opt.step()
-        opt.zero_grad(set_to_none=True)
-        return loss.detach()
-
-    return model, step, batches, dropped
+    opt, scaler = optimizer(model, a, device)
+    return model, update_step(model, criterion, opt, amp(a, device), scaler), batches, dropped
 
 
 def train_one(args, task, batches, a, device, mem, save=None):
@@ -172,24 +192,32 @@ def bootstrap_median_ci(values, resamples=2000):
     return [medians[int(0.025 * resamples)], medians[int(0.975 * resamples) - 1]]
 
 
-def flops_per_update(args, task, sample, a, device):
+def flops_per_update(args, task, sample, a, device, count_ops=False):
     """FLOPs of one update (criterion forward + backward, the optimizer step left out) on
     `sample`, counted by torch.utils.flop_counter.FlopCounterMode, and of the forward alone.
     FlopCounterMode counts the matrix products, convolutions and attention kernels (what
     dominates a Transformer); element-wise work (activations, gates of an LSTM cell beyond its
-    matrix products, normalisation, softmax) is not counted."""
+    matrix products, normalisation, softmax) is not counted. With count_ops, "ops" holds the
+    kernel operators and host synchronisations of a second update on the same sample
+    (op_counts.py; on the CPU with the model's device choices as on a GPU), the optimizer
+    Adam with foreach in both."""
     from torch.utils.flop_counter import FlopCounterMode
+
+    from .op_counts import as_on_gpu, count_update
 
     model, criterion = build(args, task, device)
     model.train()
     [sample], _ = model_batches(model, [sample])
-    autocast = amp(a, device)
-    with FlopCounterMode(display=False) as forward:
-        with autocast():
-            loss, sample_size, _ = criterion(model, sample)
-    with FlopCounterMode(display=False) as backward:
-        (loss / sample_size).backward()
-    del model, criterion
+    opt, scaler = optimizer(model, a, device, foreach=True)
+    step = update_step(model, criterion, opt, amp(a, device), scaler)
+    flops = {"forward": FlopCounterMode(display=False), "backward": FlopCounterMode(display=False)}
+    step(sample, lambda name: flops.get(name) or nullcontext())
+    fwd, bwd = flops["forward"].get_total_flops(), flops["backward"].get_total_flops()
+    result = {"flops_per_update": fwd + bwd, "flops_forward": fwd, "flops_backward": bwd}
+    if count_ops:
+        if device.type == "cpu":
+            as_on_gpu(model)
+        result["ops"] = count_update(step, sample, device)
+    del model, criterion, opt, step
     gc.collect()
-    fwd, bwd = forward.get_total_flops(), backward.get_total_flops()
-    return {"flops_per_update": fwd + bwd, "flops_forward": fwd, "flops_backward": bwd}
+    return result

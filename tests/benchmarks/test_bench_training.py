@@ -102,12 +102,35 @@ def test_history_line_and_readme_table(run):
     copy = run["result"]["device"]["copy_GBps"]
     assert f"copy throughput {copy['start']:.1f} / {copy['end']:.1f} GB/s" in header
     ngram, columns = run["result"]["systems"]["mgsa_ngram"], rows[1].split(" | ")
-    assert len(columns) == 11
-    assert columns[8].startswith(f"{ngram['decode']['time_ratio']:.3f} [")  # decoding time ratio [95% CI]
-    assert columns[9].startswith(f"{ngram['decode']['overhead_ratio']:.3f} [")
+    assert len(columns) == 13
+    assert columns[3] == f"{ngram['kernel_ops']:,d} ({ngram['kernel_op_ratio']:.3f})"
+    assert columns[4] == str(ngram["host_syncs"])
+    assert columns[10].startswith(f"{ngram['decode']['time_ratio']:.3f} [")  # decoding time ratio [95% CI]
+    assert columns[11].startswith(f"{ngram['decode']['overhead_ratio']:.3f} [")
     assert line["copy_GBps"] == {k: copy[k] for k in ("start", "end")}
+    assert line["systems"]["mgsa_ngram"]["host_syncs"] == ngram["host_syncs"]
     assert line["systems"]["mgsa_ngram"]["decode_overhead_ratio"] == pytest.approx(
         ngram["decode"]["overhead_ratio"], abs=1e-4)
+
+
+def test_kernel_operators_and_host_syncs_per_update(run):
+    systems = run["result"]["systems"]
+    base, ngram = systems["transformer"], systems["mgsa_ngram"]
+    for name, r in systems.items():
+        ops = r["ops"]
+        assert r["kernel_ops"] == ops["kernel_ops"] == sum(p["kernel_ops"] for p in ops["by_phase"].values()), name
+        assert r["host_syncs"] == ops["host_syncs"] == sum(ops["syncs_by_kind"].values()) == sum(
+            ops["sync_sites"].values()), name
+        assert min(ops["by_phase"][p]["kernel_ops"] for p in ("forward", "backward", "optimizer")) > 0, name
+        assert r["kernel_op_ratio"] == pytest.approx(r["kernel_ops"] / base["kernel_ops"])
+    # n-gram MG-SA's extra attention and composition are operators the Transformer does not run
+    assert ngram["kernel_ops"] > base["kernel_ops"] and base["kernel_op_ratio"] == 1
+    # Adam with foreach: the same handful of operators whatever the parameters
+    assert ngram["ops"]["by_phase"]["optimizer"] == base["ops"]["by_phase"]["optimizer"]
+    checks = run["result"]["targets"]["checks"]["mgsa_ngram"]
+    assert checks["kernel_ops"]["value"] == ngram["kernel_op_ratio"]
+    assert checks["host_syncs"]["pass"] == (ngram["host_syncs"] <= base["host_syncs"])
+    assert "kernel ops" in run["stdout"] and "syncs" in run["stdout"]
 
 
 def test_copy_throughput_probe_is_recorded(run):
@@ -184,7 +207,13 @@ def test_docs_page_holds_the_table_markers(tmp_path):
     report.rewrite_readme(str(page), result)
     new = page.read_text()
     assert new.split(report.README_START)[0] == text.split(report.README_START)[0]
-    assert "| T | 1.00M | 1.0G (1.000) | 1.000 | 1.000 | 5 | 1.000 | - (-) | - | - | - (-) |" in new
+    # a result written before the operator counts: their columns empty
+    assert "| T | 1.00M | 1.0G (1.000) | - (-) | - | 1.000 | 1.000 | 5 | 1.000 | - (-) | - | - | - (-) |" in new
+    counted = {**result, "systems": {"transformer": {**result["systems"]["transformer"], "kernel_ops": 1083,
+                                                     "kernel_op_ratio": 1, "host_syncs": 8}}}
+    report.rewrite_readme(str(page), counted)
+    assert "| T | 1.00M | 1.0G (1.000) | 1,083 (1.000) | 8 | 1.000 |" in page.read_text()
+    report.rewrite_readme(str(page), result)
 
     # a GPU run's table goes between markers of its own: the CPU table stays
     gpu = {**result, "device": {"name": "NVIDIA H100", "type": "cuda", "memory_GiB": 79.2, "cuda": "13.0",

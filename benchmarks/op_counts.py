@@ -1,0 +1,171 @@
+#!/usr/bin/env python
+"""Kernel operators and host-device synchronisations per training update of the registered systems, counted on
+the CPU in a minute: the part of benchmarks/bench_training.py that predicts GPU time where a step is launch-bound.
+
+The same corpus and batches as bench_training.py (its defaults give the same first batch), every
+system's model from the same seed, one uncounted update on the first batch, then the update
+counted (benchmarks/training/op_counts.py gives the rules: forward, backward and
+torch.optim.Adam(foreach=True), views, bare allocations and host-side scalar work left out).
+
+    python benchmarks/op_counts.py --arch-size base --systems transformer,hysan
+    python benchmarks/op_counts.py --arch-size base --where --top 15 --systems mgsa_syntactic
+    python benchmarks/op_counts.py --arch-size base --out benchmarks/results/op_counts_before.json
+
+--where lists every synchronisation by the line of Python that asked for it; --top N the most
+frequent kernel operators; --out writes the figures as JSON (default: none, benchmarks/runs/ is
+where bench_training.py writes).
+"""
+
+import argparse
+import datetime
+import json
+import logging
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import time
+
+import torch
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+import bench_training  # noqa: E402
+from benchmarks.training import data as bdata  # noqa: E402
+from benchmarks.training import op_counts, timing  # noqa: E402
+from benchmarks.training.env import device_info, git_info  # noqa: E402
+from benchmarks.training.report import fmt, render  # noqa: E402
+from fairseq_mgsa import systems as registry  # noqa: E402
+
+logger = logging.getLogger("op_counts")
+
+
+def get_parser():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--systems", default=",".join(registry.SYSTEMS),
+                   help=f"comma-separated, the baseline first is best; registered: {', '.join(registry.SYSTEMS)}")
+    p.add_argument("--define", action="append", default=[], metavar="'NAME=SYSTEM ARGS...'",
+                   help="add a variant: a registered system plus model options")
+    p.add_argument("--arch-size", choices=registry.SIZES, default="base")
+    p.add_argument("--max-tokens", type=int, default=4096)
+    p.add_argument("--batches", type=int, default=55,
+                   help="batches the generated corpus is sized for (bench_training.py's --warmup + --updates; "
+                        "the first batch depends on it)")
+    p.add_argument("--train-sentences", type=int, help="size of the generated training set (default: from --batches)")
+    p.add_argument("--sentences-per-line", type=int, default=1)
+    p.add_argument("--data", help="an existing binarized data directory instead of the generated corpus")
+    p.add_argument("--task", default="mgsa_translation")
+    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    p.add_argument("--fp16", action="store_true", help="float16 autocast and a GradScaler, as bench_training.py's")
+    p.add_argument("--bf16", action="store_true", help="bfloat16 autocast")
+    p.add_argument("--lr", type=float, default=5e-4)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--threads", type=int, help="torch.set_num_threads")
+    p.add_argument("--where", action="store_true", help="list each system's synchronisations by source line")
+    p.add_argument("--top", type=int, default=0, help="list each system's N most frequent kernel operators")
+    p.add_argument("--out", help="write the figures as JSON here")
+    return p
+
+
+def measure(a, chosen, device):
+    """{system: FLOPs and operator counts of one update on the first batch} and the batch's size."""
+    from fairseq_mgsa import user_dir
+
+    workdir = tempfile.mkdtemp(prefix="mgsa_ops_")
+    try:
+        if a.data:
+            data = a.data
+        else:
+            n_train = a.train_sentences or bdata.train_sentences(a.batches, a.max_tokens, a.sentences_per_line)
+            logger.info("generating %d training sentences and binarizing them in %s", n_train, workdir)
+            data, _ = bdata.make_data(workdir, n_train, 8, a.seed, a.sentences_per_line)
+        common = bdata.common_args(a, data, user_dir.path())
+        all_args = {s.name: bdata.parse(common + s.train_args(a.arch_size)) for s in chosen}
+        task, [batch] = bdata.build_batches(bdata.parse(common + ["--task", a.task, "--arch", "transformer",
+                                                                 "--criterion", "label_smoothed_cross_entropy"]),
+                                            1, device)
+        pad = task.source_dictionary.pad()
+        size = {"sentences": int(batch["nsentences"]), "tokens_src_tgt": bdata.count_tokens(batch, pad),
+                "src_len": batch["net_input"]["src_tokens"].size(1), "tgt_len": batch["target"].size(1)}
+        results = {}
+        for s in chosen:
+            t0 = time.perf_counter()
+            r = timing.flops_per_update(all_args[s.name], task, batch, a, device, count_ops=True)
+            results[s.name] = {"label": s.label, **r}
+            logger.info("%-24s %6d kernel operators, %3d host syncs (%.1f s)", s.name, r["ops"]["kernel_ops"],
+                        r["ops"]["host_syncs"], time.perf_counter() - t0)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    op_counts.ratios(results, registry.BASELINE)
+    return results, size
+
+
+def table(results):
+    rows = [["system", "kernel ops", "ratio", "forward", "backward", "optimizer", "host syncs", "FLOP ratio",
+             "ops ratio / FLOP ratio"]]
+    for name, r in results.items():
+        o = r["ops"]
+        rows.append([name, str(o["kernel_ops"]), fmt(r.get("kernel_op_ratio"), ".2f"),
+                     *(str(o["by_phase"].get(p, {}).get("kernel_ops", 0)) for p in op_counts.PHASES),
+                     str(o["host_syncs"]), fmt(r.get("flop_ratio"), ".2f"),
+                     fmt(r.get("kernel_op_ratio") and r.get("flop_ratio") and r["kernel_op_ratio"] / r["flop_ratio"],
+                         ".2f")])
+    return render(rows, right_aligned=True)
+
+
+def main(argv=None):
+    p = get_parser()
+    a = p.parse_args(argv)
+    logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s", level=logging.INFO,
+                        stream=sys.stdout)
+    chosen = bench_training.resolve_systems(p, a)
+    if a.fp16 and a.bf16:
+        p.error("--fp16 and --bf16: one or the other")
+    if a.device == "cuda" and not torch.cuda.is_available():
+        p.error("--device cuda: no CUDA device")
+    if a.data and not os.path.isdir(a.data):
+        p.error(f"--data {a.data}: no such directory")
+    a.amp_dtype = "fp16" if a.fp16 else "bf16" if a.bf16 else None
+    if a.threads:
+        torch.set_num_threads(a.threads)
+    device = torch.device(a.device)
+    t0, load_start = time.perf_counter(), os.getloadavg()[0]
+    results, size = measure(a, chosen, device)
+    print(f"\nKernel operators and host synchronisations of one training update, {a.arch_size} size, first batch "
+          f"({size['sentences']} sentences, {size['tokens_src_tgt']} src+tgt tokens, max_tokens {a.max_tokens}), "
+          f"{'autocast ' + a.amp_dtype if a.amp_dtype else 'fp32'}, counted on {device.type}")
+    print(table(results))
+    for name, r in results.items():
+        o = r["ops"]
+        if a.where and o["sync_sites"]:
+            print(f"\n{name}: {o['host_syncs']} host synchronisations")
+            for site, n in o["sync_sites"].items():
+                print(f"  {n:4d}  {site}")
+        if a.top:
+            print(f"\n{name}: the {a.top} most frequent kernel operators")
+            for op, n in list(o["by_op"].items())[: a.top]:
+                print(f"  {n:5d}  {op}")
+    if a.out:
+        gi = git_info()
+        result = {
+            "benchmark": "kernel operators and host synchronisations per training update (benchmarks/op_counts.py)",
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "git_commit": gi["commit"], "git_dirty": gi["dirty"],
+            "command": "python benchmarks/op_counts.py " + " ".join(sys.argv[1:] if argv is None else argv),
+            "versions": {"python": platform.python_version(), "torch": torch.__version__},
+            "device": {**device_info(device), "load_avg_1min": {"start": load_start, "end": os.getloadavg()[0]}},
+            "config": {"arch_size": a.arch_size, "max_tokens": a.max_tokens, "batch": size, "seed": a.seed,
+                       "amp_dtype": a.amp_dtype, "baseline": registry.BASELINE, "counts": op_counts.RULES},
+            "systems": results, "wall_s": round(time.perf_counter() - t0, 1)}
+        os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
+        with open(a.out, "w") as f:
+            json.dump(result, f, indent=2)
+            f.write("\n")
+        print(f"\nwrote {a.out}")
+
+
+if __name__ == "__main__":
+    main()
