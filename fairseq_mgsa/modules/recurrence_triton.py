@@ -10,6 +10,12 @@ in the softmax and the cumulative sums, so that no gather between registers is n
 import triton
 import triton.language as tl
 
+# Triton compiles a kernel anew for each "specialisation" of its integer arguments (equal to 1,
+# divisible by 16); the batch size and the strides that follow it change from batch to batch,
+# so they are left unspecialised: one compilation per model, not one per batch shape.
+FWD_BATCH_ARGS = ["B", "szg"]
+BWD_BATCH_ARGS = ["B", "szg", "sdg"]
+
 
 @triton.jit
 def _tanh(x):
@@ -19,7 +25,7 @@ def _tanh(x):
     return tl.where(x < 0, -y, y)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=FWD_BATCH_ARGS)
 def _lstm_fwd(z_ptr, c_ptr, h_ptr, cn_ptr, B, szg, szb, D, HAS_C: tl.constexpr, BLOCK: tl.constexpr):
     row = tl.program_id(0)
     z = z_ptr + (row // B) * szg + (row % B) * szb
@@ -36,7 +42,7 @@ def _lstm_fwd(z_ptr, c_ptr, h_ptr, cn_ptr, B, szg, szb, D, HAS_C: tl.constexpr, 
     tl.store(h_ptr + row * D + j, o * _tanh(c), mask=m)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=BWD_BATCH_ARGS)
 def _lstm_bwd(z_ptr, c_ptr, cn_ptr, dh_ptr, dhr_ptr, dc_ptr, dz_ptr, dcp_ptr, B, szg, szb, sdg, sdb, D,
               HAS_C: tl.constexpr, HAS_DHR: tl.constexpr, HAS_DC: tl.constexpr, BLOCK: tl.constexpr):
     row = tl.program_id(0)
@@ -92,7 +98,7 @@ def _onlstm_gates(z, j, m, D, NC, CS: tl.constexpr):
     return first, k, pf, mf, pi, mi, o, f, i, u
 
 
-@triton.jit
+@triton.jit(do_not_specialize=FWD_BATCH_ARGS)
 def _onlstm_fwd(z_ptr, c_ptr, h_ptr, cn_ptr, B, szg, szb, D, NC, CS: tl.constexpr, HAS_C: tl.constexpr,
                 BLOCK: tl.constexpr):
     row = tl.program_id(0)
@@ -108,7 +114,7 @@ def _onlstm_fwd(z_ptr, c_ptr, h_ptr, cn_ptr, B, szg, szb, D, NC, CS: tl.constexp
     tl.store(h_ptr + row * D + j, o * _tanh(c), mask=m)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=BWD_BATCH_ARGS)
 def _onlstm_bwd(z_ptr, c_ptr, cn_ptr, dh_ptr, dhr_ptr, dc_ptr, dz_ptr, dcp_ptr, B, szg, szb, sdg, sdb, D, NC,
                 CS: tl.constexpr, HAS_C: tl.constexpr, HAS_DHR: tl.constexpr, HAS_DC: tl.constexpr,
                 BLOCK: tl.constexpr):
