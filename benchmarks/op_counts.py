@@ -12,8 +12,8 @@ torch.optim.Adam(foreach=True), views, bare allocations and host-side scalar wor
     python benchmarks/op_counts.py --arch-size base --out benchmarks/results/op_counts_before.json
 
 --where lists every synchronisation by the line of Python that asked for it; --top N the most
-frequent kernel operators; --out writes the figures as JSON (default: none, benchmarks/runs/ is
-where bench_training.py writes).
+frequent kernel operators. Writes the figures as JSON to benchmarks/runs/op_counts_<device>_<arch-size>.json
+(a folder git ignores, run_outputs.py) or --out.
 """
 
 import argparse
@@ -38,6 +38,7 @@ from benchmarks.training import op_counts, timing  # noqa: E402
 from benchmarks.training.env import device_info, git_info  # noqa: E402
 from benchmarks.training.report import fmt, render  # noqa: E402
 from fairseq_mgsa import systems as registry  # noqa: E402
+from run_outputs import default_out  # noqa: E402
 
 logger = logging.getLogger("op_counts")
 
@@ -66,8 +67,13 @@ def get_parser():
     p.add_argument("--threads", type=int, help="torch.set_num_threads")
     p.add_argument("--where", action="store_true", help="list each system's synchronisations by source line")
     p.add_argument("--top", type=int, default=0, help="list each system's N most frequent kernel operators")
-    p.add_argument("--out", help="write the figures as JSON here")
+    p.add_argument("--out", help="the JSON output (default benchmarks/runs/op_counts_<device>_<arch-size>.json)")
     return p
+
+
+def result_path(device, arch_size):
+    """The JSON's path without --out."""
+    return default_out(f"op_counts_{device}_{arch_size}.json")
 
 
 def measure(a, chosen, device):
@@ -148,23 +154,23 @@ def main(argv=None):
             print(f"\n{name}: the {a.top} most frequent kernel operators")
             for op, n in list(o["by_op"].items())[: a.top]:
                 print(f"  {n:5d}  {op}")
-    if a.out:
-        gi = git_info()
-        result = {
-            "benchmark": "kernel operators and host synchronisations per training update (benchmarks/op_counts.py)",
-            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "git_commit": gi["commit"], "git_dirty": gi["dirty"],
-            "command": "python benchmarks/op_counts.py " + " ".join(sys.argv[1:] if argv is None else argv),
-            "versions": {"python": platform.python_version(), "torch": torch.__version__},
-            "device": {**device_info(device), "load_avg_1min": {"start": load_start, "end": os.getloadavg()[0]}},
-            "config": {"arch_size": a.arch_size, "max_tokens": a.max_tokens, "batch": size, "seed": a.seed,
-                       "amp_dtype": a.amp_dtype, "baseline": registry.BASELINE, "counts": op_counts.RULES},
-            "systems": results, "wall_s": round(time.perf_counter() - t0, 1)}
-        os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
-        with open(a.out, "w") as f:
-            json.dump(result, f, indent=2)
-            f.write("\n")
-        print(f"\nwrote {a.out}")
+    a.out = a.out or result_path(device.type, a.arch_size)
+    gi = git_info()
+    result = {
+        "benchmark": "kernel operators and host synchronisations per training update (benchmarks/op_counts.py)",
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "git_commit": gi["commit"], "git_dirty": gi["dirty"],
+        "command": "python benchmarks/op_counts.py " + " ".join(sys.argv[1:] if argv is None else argv),
+        "versions": {"python": platform.python_version(), "torch": torch.__version__},
+        "device": {**device_info(device), "load_avg_1min": {"start": load_start, "end": os.getloadavg()[0]}},
+        "config": {"arch_size": a.arch_size, "max_tokens": a.max_tokens, "batch": size, "seed": a.seed,
+                   "amp_dtype": a.amp_dtype, "baseline": registry.BASELINE, "counts": op_counts.RULES},
+        "systems": results, "wall_s": round(time.perf_counter() - t0, 1)}
+    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
+    with open(a.out, "w") as f:
+        json.dump(result, f, indent=2)
+        f.write("\n")
+    print(f"\nwrote {a.out}")
 
 
 if __name__ == "__main__":

@@ -23,7 +23,8 @@ into what runs. Rules:
     the optimizer's step counters), or a factory made it 0-dim (torch.tensor(1.0)), or a bare
     allocation made it from no device data (its contents then written by the host, as
     torch._shape_as_tensor does: fairseq's sinusoidal positions read the batch's size from
-    one), or a host-side operator made it. Anything else, parameters, batch and what is computed from
+    one), or a host-side operator made it, and no operator has written device data into it since
+    (GradScaler's found_inf flag). Anything else, parameters, batch and what is computed from
     them, is device data. (A 0-dim tensor made with device= on a GPU is thus taken for a host
     one on the CPU: rare, and it errs towards fewer operators.)
   - an operator that returns no tensor and writes none (a Python value, a size): a
@@ -77,6 +78,16 @@ def _mutates(func, cache={}):
     if func not in cache:
         cache[func] = any(a.alias_info is not None and a.alias_info.is_write for a in func._schema.arguments)
     return cache[func]
+
+
+def _written(func, args, kwargs):
+    """The tensors an operator writes into (its schema's mutable arguments)."""
+    out = []
+    for i, a in enumerate(func._schema.arguments):
+        if a.alias_info is not None and a.alias_info.is_write:
+            value = args[i] if i < len(args) and not a.kwarg_only else kwargs.get(a.name)
+            out += [t for t in tree_leaves(value) if isinstance(t, torch.Tensor)]
+    return out
 
 
 def _storage(t):
@@ -153,6 +164,11 @@ class OpCounter(TorchDispatchMode):
         if self.simulated:
             for t in outputs:
                 self.host[t] = host_in and (bool(inputs) or t.dim() == 0 or packet in ALLOCATIONS)
+            if not host_in and _mutates(func):
+                # device data written into a tensor makes it device data (GradScaler's found_inf,
+                # a 0-dim factory's, once the unscale writes it)
+                for t in _written(func, args, kwargs):
+                    self.host[t] = False
         if host_in and (inputs or all(t.dim() == 0 for t in outputs)):
             # host-side: reads nothing from the device (a 0-dim factory, the step counters)
             self.left_out["host-side scalar"] += 1

@@ -20,7 +20,7 @@ SCRIPTS = sorted(name for name in (os.path.basename(p)[:-3] for p in glob.glob(o
 # the files each script writes; every one must default into benchmarks/runs/
 WRITTEN = {"bench_training": ["out", "history"], "bench_parser_training": ["out"], "bench_parsing": ["out"],
            "bench_preprocess": ["out"], "parser_wsj_curves": ["out"], "profile_mgsa_layer": ["out"],
-           "profile_pba": ["out"]}
+           "profile_pba": ["out"], "op_counts": ["out"]}
 
 
 def in_git_checkout():
@@ -79,7 +79,7 @@ def test_the_runs_folder_is_ignored_and_apart_from_the_committed_results(load):
 def test_default_outputs_lie_in_the_ignored_runs_folder(load, script):
     parser = load(script).get_parser()
     for dest in WRITTEN[script]:
-        if script == "bench_training" and dest == "out":
+        if script in ("bench_training", "op_counts") and dest == "out":
             continue  # made from --device and --arch-size: the next test
         assert_run_output(parser.get_default(dest))
     # and no other default of the parser points into the checkout outside benchmarks/runs/
@@ -91,12 +91,13 @@ def test_default_outputs_lie_in_the_ignored_runs_folder(load, script):
 
 
 def test_training_results_default_into_the_runs_folder(load):
-    bench_training = load("bench_training")
+    bench_training, op_counts = load("bench_training"), load("op_counts")
     from fairseq_mgsa import systems
 
     for device in ("cpu", "cuda"):
         for size in systems.SIZES:
             assert_run_output(bench_training.result_path(device, size))
+            assert_run_output(op_counts.result_path(device, size))
 
 
 def test_the_runs_folder_is_made_when_first_written(load, tmp_path, monkeypatch, capsys):

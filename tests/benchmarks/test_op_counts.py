@@ -72,6 +72,13 @@ def test_views_allocations_and_host_scalars_are_left_out(x):
         return 0.9 ** float(step)
     c = counts(step_counter)
     assert (c["kernel_ops"], c["host_syncs"]) == (0, 0) and c["left_out"]["host-side scalar"] >= 2
+
+    def found_inf():  # as GradScaler's: a 0-dim flag that device data is written into, then read
+        flag = torch.zeros(())
+        torch._foreach_add_([flag], [x.isinf().any().float()])
+        return bool(flag)
+    c = counts(found_inf)
+    assert (c["kernel_ops"], c["host_syncs"]) == (4, 1)  # isinf, any, the cast, the foreach add; bool
     # a copy that is not a view is a kernel: reshape of a transposed tensor
     assert counts(lambda: x.t().reshape(20))["by_op"] == {"clone": 1}
 
