@@ -83,6 +83,8 @@ def undeclared_imports(dirs, local):
     problems = []
     for module, files in sorted(third_party_imports(dirs, local).items()):
         dists = {normalise(d) for d in providers.get(module, [])}
+        if not dists and normalise(module) in declared:
+            continue  # an optional extra not installed here (triton: `gpu`, what CUDA builds of torch bring)
         if not dists:
             problems.append(f"{module} (imported by {files[0]}) is not installed, so no distribution provides it")
         elif not dists & declared:
