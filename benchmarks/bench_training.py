@@ -84,13 +84,18 @@ logger = logging.getLogger("bench_training")
 TABLE_FILE = os.path.join(ROOT, "docs", "benchmarks.md")
 
 
-def get_parser():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_system_options(p):
+    """--systems and --define, as every training benchmark reads them (op_counts.py too)."""
     p.add_argument("--systems", default=",".join(registry.SYSTEMS),
                    help=f"comma-separated, the baseline first is best; registered: {', '.join(registry.SYSTEMS)}")
     p.add_argument("--define", action="append", default=[], metavar="'NAME=SYSTEM ARGS...'",
                    help="add a variant: a registered system plus model options")
+
+
+def get_parser():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_system_options(p)
     p.add_argument("--arch-size", choices=registry.SIZES, default="tiny")
     p.add_argument("--updates", type=int, default=50, help="timed updates per system")
     p.add_argument("--warmup", type=int, default=5, help="untimed updates before timing")

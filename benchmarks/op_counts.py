@@ -46,10 +46,7 @@ logger = logging.getLogger("op_counts")
 def get_parser():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--systems", default=",".join(registry.SYSTEMS),
-                   help=f"comma-separated, the baseline first is best; registered: {', '.join(registry.SYSTEMS)}")
-    p.add_argument("--define", action="append", default=[], metavar="'NAME=SYSTEM ARGS...'",
-                   help="add a variant: a registered system plus model options")
+    bench_training.add_system_options(p)
     p.add_argument("--arch-size", choices=registry.SIZES, default="base")
     p.add_argument("--max-tokens", type=int, default=4096)
     p.add_argument("--batches", type=int, default=55,

@@ -25,16 +25,23 @@ def _tanh(x):
     return tl.where(x < 0, -y, y)
 
 
+@triton.jit
+def _lstm_gates(z, j, m, D):
+    """The activated gates (i, f, g, o) of one row, in float32 (nn.LSTM's order)."""
+    i = tl.sigmoid(tl.load(z + j, mask=m, other=0.0).to(tl.float32))
+    f = tl.sigmoid(tl.load(z + D + j, mask=m, other=0.0).to(tl.float32))
+    g = _tanh(tl.load(z + 2 * D + j, mask=m, other=0.0).to(tl.float32))
+    o = tl.sigmoid(tl.load(z + 3 * D + j, mask=m, other=0.0).to(tl.float32))
+    return i, f, g, o
+
+
 @triton.jit(do_not_specialize=FWD_BATCH_ARGS)
 def _lstm_fwd(z_ptr, c_ptr, h_ptr, cn_ptr, B, szg, szb, D, HAS_C: tl.constexpr, BLOCK: tl.constexpr):
     row = tl.program_id(0)
     z = z_ptr + (row // B) * szg + (row % B) * szb
     j = tl.arange(0, BLOCK)
     m = j < D
-    i = tl.sigmoid(tl.load(z + j, mask=m, other=0.0).to(tl.float32))
-    f = tl.sigmoid(tl.load(z + D + j, mask=m, other=0.0).to(tl.float32))
-    g = _tanh(tl.load(z + 2 * D + j, mask=m, other=0.0).to(tl.float32))
-    o = tl.sigmoid(tl.load(z + 3 * D + j, mask=m, other=0.0).to(tl.float32))
+    i, f, g, o = _lstm_gates(z, j, m, D)
     c = i * g
     if HAS_C:
         c += f * tl.load(c_ptr + row * D + j, mask=m, other=0.0).to(tl.float32)
@@ -49,10 +56,7 @@ def _lstm_bwd(z_ptr, c_ptr, cn_ptr, dh_ptr, dhr_ptr, dc_ptr, dz_ptr, dcp_ptr, B,
     z = z_ptr + (row // B) * szg + (row % B) * szb
     j = tl.arange(0, BLOCK)
     m = j < D
-    i = tl.sigmoid(tl.load(z + j, mask=m, other=0.0).to(tl.float32))
-    f = tl.sigmoid(tl.load(z + D + j, mask=m, other=0.0).to(tl.float32))
-    g = _tanh(tl.load(z + 2 * D + j, mask=m, other=0.0).to(tl.float32))
-    o = tl.sigmoid(tl.load(z + 3 * D + j, mask=m, other=0.0).to(tl.float32))
+    i, f, g, o = _lstm_gates(z, j, m, D)
     dh = tl.load(dh_ptr + (row // B) * sdg + (row % B) * sdb + j, mask=m, other=0.0).to(tl.float32)
     if HAS_DHR:
         dh += tl.load(dhr_ptr + row * D + j, mask=m, other=0.0).to(tl.float32)
