@@ -18,7 +18,8 @@ from fairseq.models.transformer import TransformerDecoderBase, TransformerEncode
 
 from ..errors import MGSAError
 from ..modules.branch_fusion import FUSIONS
-from ..modules.hybrid_attention import Branch, HybridMultiheadAttention, MaskMemo, parse_branches
+from ..modules.hybrid_attention import Branch, HybridMultiheadAttention, parse_branches
+from ..modules.mask_cache import MaskCache
 from ..modules.hysan_layers import HySANDecoderLayer, HySANEncoderLayer
 from .base import SIZES, MethodTransformerModel, parse_layers, wrap_layer
 
@@ -64,9 +65,9 @@ GLOBAL_ONLY = [Branch("global")]  # fairseq's own attention: the stack keeps its
 
 
 def share_masks(stack):
-    """One MaskMemo for the hybrid attentions of a stack: fairseq hands every layer the same
+    """One MaskCache for the hybrid attentions of a stack: fairseq hands every layer the same
     padding mask and attn_mask, so the masks are combined once per forward, not per layer."""
-    memo = MaskMemo()
+    memo = MaskCache()
     for module in stack.modules():
         if isinstance(module, HybridMultiheadAttention):
             module.mask_memo = memo

@@ -16,7 +16,7 @@ from fairseq.models.transformer import TransformerDecoderBase, TransformerEncode
 
 from ..errors import MGSAError
 from ..modules.pba_layers import PBADecoderLayer, PBAEncoderLayer
-from ..modules.pba_masks import MaskCache
+from ..modules.mask_cache import MaskCache
 from ..modules.phrase_based_attention import ROLES, PhraseBasedAttention, check_pba_config
 from .base import SIZES, MethodTransformerModel, parse_layers, wrap_layer
 

@@ -28,7 +28,7 @@ softmax over E with the stacked masks (B*H x l x T x S), one product with V.
 
 The masks depend only on the branches and the lengths: they are built once per shape and
 device (stacked_masks), and their combination with the key padding and fairseq's attn_mask
-once per forward of a stack (the encoder's or decoder's layers share a MaskMemo: fairseq
+once per forward of a stack (the encoder's or decoder's layers share a MaskCache, mask_cache.py: fairseq
 hands every layer the same padding and attn_mask tensors). Nothing on the way waits for the
 device: no decision depends on a tensor's values.
 
@@ -52,6 +52,7 @@ from torch import Tensor
 
 from ..errors import MGSAError
 from .branch_fusion import BranchFusion
+from .mask_cache import MaskCache
 
 BRANCH = re.compile(r"^(global|forward|backward|fw|bw|local(\d+))$")
 ALIASES = {"fw": "forward", "bw": "backward"}
@@ -141,30 +142,6 @@ def stacked_masks(branches: Tuple[Branch, ...], tgt_len: int, src_len: int, caus
     return masks, allowed, keep_all
 
 
-class MaskMemo:
-    """The last value built from (shapes, key padding mask, attn_mask), reused while the same
-    tensors come again unchanged: the same memory, shape and strides, not written to since.
-    fairseq passes every layer of a stack the same padding mask and the same attn_mask (the
-    decoder slices its buffered causal mask anew for each layer, a view of the same memory),
-    so the first layer builds and the others reuse. Holds references to the tensors so that
-    their memory cannot be reused for others."""
-
-    def __init__(self):
-        self.inputs, self.signature, self.value = (), None, None
-
-    @staticmethod
-    def identity(t: Optional[Tensor]):
-        if t is None:
-            return None
-        return t.data_ptr(), t.shape, t.stride(), t.dtype, t.device, t._version
-
-    def get(self, key: tuple, tensors: Tuple[Optional[Tensor], ...], build):
-        signature = (key, tuple(self.identity(t) for t in tensors))
-        if signature != self.signature:
-            self.inputs, self.signature, self.value = tensors, signature, build()
-        return self.value
-
-
 class HybridMultiheadAttention(MultiheadAttention):
     """Self-attention with HySAN branches over one score matrix, fused before W_O.
 
@@ -184,7 +161,7 @@ class HybridMultiheadAttention(MultiheadAttention):
         self.exclude_self = exclude_self
         self.fusion = BranchFusion(fusion, len(branches), embed_dim, gate_reduction, gate_shared)
         # shared by the layers of a stack (models/hysan_transformer.py)
-        self.mask_memo = MaskMemo()
+        self.mask_memo = MaskCache()
         # recompute the fused branches in the backward pass instead of keeping their outputs
         # (torch's activation checkpointing): less memory, the branches' forward run twice
         self.recompute = False

@@ -2,16 +2,11 @@
 
 Every layer of a stack receives the same padding and causal masks (fairseq hands each layer the
 same tensors), so the n-gram validity, the causal mask repeated over the n-gram blocks and the
-rows of the interleaved bigram queries are the same in every layer: MaskCache builds them for the
-first layer and hands them to the others. On a GPU each rebuilt mask is a handful of small
-kernels per module and update (issue 43: the update is bound by the number of kernels).
-
-A cached entry is used only for the memory it was built from, seen with the same shape and strides
-(the tensors are held, so that memory is not reused), and only while the version counters say it
-was not changed in place.
+rows of the interleaved bigram queries are the same in every layer: the stack's MaskCache
+(mask_cache.py) builds them for the first layer and hands them to the others.
 """
 
-from typing import Callable, Dict, Optional, Sequence, Tuple
+from typing import Optional, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -19,31 +14,6 @@ from torch import Tensor
 
 from .ngram_convolution import ngram_invalid
 
-
-class MaskCache:
-    """Results keyed by a signature (sizes, dtype, ...) and valid for the tensors they came from.
-    The model gives one to all phrase-based attention modules of a stack; a module alone has its own."""
-
-    MAX_ENTRIES = 16
-
-    def __init__(self):
-        self._entries: Dict[tuple, Tuple[tuple, tuple, object]] = {}
-
-    def get(self, signature: tuple, tensors: Sequence[Optional[Tensor]], build: Callable[[], object]):
-        if any(t is not None and t.is_inference() for t in tensors):
-            return build()  # inference tensors keep no version counter: nothing to check a hit against
-        # the same memory seen the same way, unchanged: fairseq's decoder hands every layer a new
-        # slice of one buffered causal mask; the entry holds the tensors, so their memory is not reused
-        views = tuple(None if t is None else (t.data_ptr(), t.shape, t.stride(), t.dtype, t.device, t._version)
-                      for t in tensors)
-        hit = self._entries.get(signature)
-        if hit is not None and hit[1] == views:
-            return hit[2]
-        value = build()
-        if len(self._entries) >= self.MAX_ENTRIES:
-            self._entries.clear()
-        self._entries[signature] = (tuple(tensors), views, value)
-        return value
 
 def key_invalid(real: Optional[Tensor], ngrams: Sequence[int], length: int, batch: int, device,
                 homogeneous: bool) -> Optional[Tensor]:

@@ -29,7 +29,7 @@ from torch import Tensor
 
 from ..errors import MGSAError
 from .ngram_convolution import NGramConv, ngram_invalid, spread_over_tokens, zero_pads
-from .pba_masks import MaskCache
+from .mask_cache import MaskCache
 from .phrase_based_batched import PhraseBasedBatched, _heads
 from .phrase_based_decoding import PhraseBasedDecoding
 

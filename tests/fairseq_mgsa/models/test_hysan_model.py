@@ -244,14 +244,14 @@ def test_hydra_config_builds_the_same_model():
 
 
 def test_masks_are_combined_once_per_stack_and_forward(model, monkeypatch):
-    """The encoder's and the decoder's hybrid layers share one MaskMemo: fairseq hands each of
+    """The encoder's and the decoder's hybrid layers share one MaskCache: fairseq hands each of
     a stack's layers the same padding mask and attn_mask, so a forward combines the masks once
     per stack, not once per layer; a new batch (new padding masks) builds again."""
-    from fairseq_mgsa.modules.hybrid_attention import MaskMemo
+    from fairseq_mgsa.modules.mask_cache import MaskCache
 
     built = []
-    get = MaskMemo.get
-    monkeypatch.setattr(MaskMemo, "get", lambda self, key, tensors, build: get(
+    get = MaskCache.get
+    monkeypatch.setattr(MaskCache, "get", lambda self, key, tensors, build: get(
         self, key, tensors, lambda: built.append(key) or build()))
     lengths = [7, 4, 1, 3]
     _, src = sentence_batch("left", lengths)

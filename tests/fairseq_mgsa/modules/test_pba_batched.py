@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from fairseq_mgsa.modules.ngram_convolution import end_aligned_windows, ngram_invalid, spread_over_tokens, zero_pads
-from fairseq_mgsa.modules.pba_masks import MaskCache
+from fairseq_mgsa.modules.mask_cache import MaskCache
 from fairseq_mgsa.modules.phrase_based_attention import PhraseBasedAttention
 
 D, H = 16, 4
