@@ -20,8 +20,9 @@ ADVICE = ("train without --share-all-embeddings (--share-decoder-input-output-em
 
 
 def message(detail: str = "") -> str:
-    return (f"--share-all-embeddings needs one dictionary for both languages, but {detail or 'the data directory has one per language'}"
-            f" (written without --joined-dictionary, as for a Chinese source and an English target): {ADVICE}")
+    detail = detail or "the data directory has one per language"
+    return (f"--share-all-embeddings needs one dictionary for both languages, but {detail} (written without "
+            f"--joined-dictionary, as for a Chinese source and an English target): {ADVICE}")
 
 
 def _option(cfg, name):
@@ -35,7 +36,6 @@ def check(cfg, src_dict, tgt_dict, data=None, src=None, tgt=None):
     """MGSAError when `cfg` asks for --share-all-embeddings and the two dictionaries differ."""
     if not _option(cfg, "share_all_embeddings") or src_dict is None or tgt_dict is None or src_dict == tgt_dict:
         return
-    detail = ""
     if data and src and tgt:
         folder = str(data).split(os.pathsep)[0]
         detail = (f"{os.path.join(folder, f'dict.{src}.txt')} ({len(src_dict)} types) and "

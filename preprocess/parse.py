@@ -1,8 +1,9 @@
 """Constituency parsing with stanza (``--parser stanza``), sharded over machines, and the merge.
 
 The parser sees the source's words (pretokenized, one sentence per line, escapes
-undone: ``&amp;`` -> ``&``; a Chinese source's words as they are, see ``undoes_escapes``) and writes one bracketed tree per line, the file the
-rest of the pipeline reads exactly as it reads ``--trees-suffix`` files.
+undone: ``&amp;`` -> ``&``; a Chinese source's words as they are, see ``undoes_escapes``) and
+writes one bracketed tree per line, the file the rest of the pipeline reads exactly as it reads
+``--trees-suffix`` files.
 
 Sharding: ``--num-shards N --shard-id i`` parses only the i-th of N contiguous
 line ranges of every split into ``{destdir}/trees/shards/`` (for example one

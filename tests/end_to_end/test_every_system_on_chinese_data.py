@@ -7,8 +7,6 @@ a directory stops before training with one line naming the two dictionaries.
 The machinery (in-process fairseq-train and fairseq-generate, TINY dimensions, 2 updates) is
 test_every_system_on_phrase_data's."""
 
-import os
-
 import pytest
 from fairseq import options, tasks
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf
@@ -17,8 +15,10 @@ from fairseq_mgsa import errors, shared_embeddings
 from fairseq_mgsa import systems as registry
 from fairseq_mgsa.errors import MGSAError
 
+from mgsa_preprocess.synthetic import read_tree
 from tests.end_to_end.test_every_system_on_phrase_data import generate, train
 from tests.fairseq_runs import TINY, USER_DIR, make_chinese_data_bin
+from tests.preprocess.conftest import read_phrase_file, reference_levels, subword_spans
 
 SYSTEMS = list(registry.SYSTEMS.values())
 N_VALID = 16
@@ -39,7 +39,32 @@ def test_the_data_directory_has_a_dictionary_per_language_and_chinese_phrase_tag
     assert any("\u4e00" <= c <= "\u9fff" for w in zh_words for c in w)
     tags = {line.split(" ")[0] for line in open(data_bin / "dict.zh.tags.txt", encoding="utf-8") if line.strip()}
     assert {"NP", "VP", "PP", "DNP", "NN", "VV", "PU"} <= tags and not tags & {"S", "VBD", "IN"}
-    assert os.path.exists(data_bin / "train.zh-en.zh.syn3.bin")
+
+
+def test_phrases_are_the_chinese_trees_levels_over_the_subwords(data_bin):
+    """The phrase files hold, per level, the gold tree's phrases (tests/preprocess/conftest.py's
+    reference partition) measured in the source's BPE pieces, with their Chinese labels."""
+    from fairseq.data import Dictionary
+
+    trees = [read_tree(line) for line in open(data_bin.parent / "seg" / "train.zh.tree", encoding="utf-8")]
+    bpe = (data_bin / "bpe" / "train.zh").read_text(encoding="utf-8").splitlines()
+    tag_dict = Dictionary.load(str(data_bin / "dict.zh.tags.txt"))
+    pieces = []  # pieces per word: a piece ending in @@ continues into the next
+    for tree, line in zip(trees, bpe):
+        counts, n = [], 0
+        for p in line.split():
+            n += 1
+            if not p.endswith("@@"):
+                counts.append(n)
+                n = 0
+        assert line.replace("@@ ", "").split() == tree.leaves()
+        pieces.append(counts)
+    for k in (1, 2, 3):
+        got = [(lens, [tag_dict[t] for t in tags])
+               for lens, tags in read_phrase_file(str(data_bin / "train.zh-en.zh"), k)]
+        want = [(subword_spans(lv, counts), [t for _, _, t in lv])
+                for lv, counts in ((reference_levels(t, 3)[k - 1], c) for t, c in zip(trees, pieces))]
+        assert got == want
 
 
 @pytest.mark.parametrize("system", SYSTEMS, ids=[s.name for s in SYSTEMS])
