@@ -3,7 +3,8 @@ hold are the words this step writes (``mgsa-segment-zh``).
 
 A line is cut into tokens in this order:
 
-* existing whitespace (ASCII or the ideographic space U+3000) separates tokens: no token crosses
+* existing whitespace (ASCII or the ideographic space U+3000; a byte-order mark and the
+  zero-width space count as spaces) separates tokens: no token crosses
   it (a run of Chinese characters between two spaces may still be cut further; text the user
   has segmented already goes to mgsa-preprocess as it is, without this step);
 * a run of letters or digits other than Chinese characters (ASCII or full-width: ``GPU``,
@@ -44,6 +45,9 @@ _TOKEN = re.compile(
     rf"|(?P<word>(?:(?![{HAN}])[^\W_])+(?:[.．](?:(?![{HAN}])\d)+)*)"
     r"|(?P<run>(?P<repeated>[…—\-.·～~])(?P=repeated)+)"
     r"|(?P<other>\S)")
+# invisible characters that separate like a space and are no token: a byte-order mark (at a file's
+# start, or left inside by concatenated files) and the zero-width space of web text
+_INVISIBLE = re.compile("[\ufeff\u200b]")
 # jieba user dictionary lines: word [frequency] [part of speech]
 _DICT_LINE = re.compile(r"^(\S+)(?:\s+(\d+))?(?:\s+([A-Za-z]+))?$")
 
@@ -108,7 +112,7 @@ class Segmenter:
         if self._converter is not None:
             line = self._converter.convert(line)
         out = []
-        for m in _TOKEN.finditer(line):
+        for m in _TOKEN.finditer(_INVISIBLE.sub(" ", line)):
             if m.group("han"):
                 out += self._tokenizer.lcut(m.group("han"), HMM=True)
             else:

@@ -34,6 +34,8 @@ def test_existing_spaces_are_token_boundaries():
     assert segment_line("北\u3000京") == "北 京"  # the ideographic space separates too
     # no token crosses a space: 北京 is a dictionary word, but not across the user's space
     assert segment_line("北 京") == "北 京" and segment_line("北京") == "北京"
+    # a byte-order mark (cmn.txt's first line has one) and the zero-width space are no tokens
+    assert segment_line("\ufeff我们用GPU") == "我们 用 GPU" and segment_line("北\u200b京") == "北 京"
 
 
 def test_traditional_to_simplified():
