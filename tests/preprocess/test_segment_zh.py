@@ -4,6 +4,8 @@ import gzip
 import subprocess
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mgsa_preprocess.errors import PreprocessError
 from mgsa_preprocess.segment_zh import Segmenter, cache_dir, segment_file, segment_line
@@ -112,6 +114,15 @@ def test_tokens_put_back_together_give_the_line_without_its_spaces():
     line = "2017年，ＧＰＵ的速度是3.5倍…… 北京 ＠“甲乙”～～x_y"
     tokens = Segmenter().tokens(line)
     assert "".join(tokens) == "".join(line.split()) and all(t and not any(c.isspace() for c in t) for t in tokens)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(st.sampled_from(list("北京大学生我们的了在用GPUgpu2017１２．５.,，。！“”…—-_ \u3000\ufeffàé😀") + ["\u4e00"]),
+               max_size=30))
+def test_no_character_is_lost_or_made_and_no_token_holds_a_space(line):
+    tokens = segment_line(line)
+    assert tokens == " ".join(tokens.split())  # single spaces between tokens, none at the ends
+    assert tokens.replace(" ", "") == "".join(line.replace("\ufeff", " ").split())
 
 
 def test_cache_dir_follows_xdg(monkeypatch, tmp_path):
