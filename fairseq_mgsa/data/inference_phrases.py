@@ -50,15 +50,17 @@ class TrainingTextForm:
     not keep the spacing; a leaf written `@-@` stays as it is).
     """
 
-    def __init__(self, src_dict, separator: str = "@@", segment: Callable[[str], str] = lambda word: word):
-        """segment: the BPE, applied to one word."""
+    def __init__(self, src_dict, separator: str = "@@", segment: Callable[[str], str] = lambda word: word,
+                 moses: bool = True):
+        """segment: the BPE, applied to one word. moses False: the training text was never
+        Moses-tokenized (a Chinese source, mgsa-segment-zh's): a leaf is written as it is."""
         symbols = [s[:-len(separator)] if separator and s.endswith(separator) else s
                    for s in src_dict.symbols[src_dict.nspecial:]]
         symbols = [s.strip("\u2581") for s in symbols]  # sentencepiece's word marks
         has_entity = any(_ENTITY.search(s) for s in symbols)
         has_plain = any(c in s for s in symbols for c in _ESCAPED_CHARS[1:])  # '&' is in the entities too
-        self.escape = has_entity or not has_plain
-        self.dash_splits = all(src_dict.index(p) != src_dict.unk() for p in segment(DASH).split())
+        self.escape = moses and (has_entity or not has_plain)
+        self.dash_splits = moses and all(src_dict.index(p) != src_dict.unk() for p in segment(DASH).split())
         self.moses = MosesTokenizer(lang="en") if self.escape else None  # escaping does not depend on the language
 
     def __call__(self, leaves: List[str]) -> List[str]:
@@ -78,10 +80,12 @@ class TrainingTextForm:
 
 class PhraseAnnotator:
     def __init__(self, src_dict, tag_dict, levels: int, input_format: str, tokenizer=None, bpe=None,
-                 parser_factory: Optional[Callable] = None):
+                 parser_factory: Optional[Callable] = None, unescape: bool = True):
         """input_format: 'text' (parse with the parser `parser_factory()` builds, on first use)
         or 'trees' (each line is one bracketed tree). tag_dict None: tags are not known
-        (decoding from a directory without the tag dictionary; the model does not read them)."""
+        (decoding from a directory without the tag dictionary; the model does not read them).
+        unescape False (a Chinese source, mgsa_preprocess.parse.undoes_escapes): the parser is
+        given the words as they are and tree leaves are not Moses-escaped, as mgsa-preprocess does."""
         self.src_dict, self.levels = src_dict, levels
         self.tag_dict = tag_dict if tag_dict is not None else Dictionary()
         self.input_format = input_format
@@ -89,8 +93,9 @@ class PhraseAnnotator:
         self.parser_factory = parser_factory
         self.parser = None
         self.style, self.separator = subword_style(bpe)
+        self.unescape = unescape
         self.training_form = TrainingTextForm(src_dict, self.separator,
-                                              bpe.encode if bpe is not None else lambda word: word)
+                                              bpe.encode if bpe is not None else lambda word: word, moses=unescape)
         self.unknown_tags = 0  # tags the tag dictionary does not know, mapped to its unk
 
     def words_and_trees(self, lines: List[str], first_line: int) -> Tuple[List[List[str]], List[str]]:
@@ -118,7 +123,8 @@ class PhraseAnnotator:
             except PreprocessError as e:
                 raise MGSAError(str(e))
         # the parser sees the text the escapes stand for, as mgsa-preprocess --parser gives it
-        trees = iter(self.parser.parse([[canonical_token(w) for w in ws] for ws in words if ws]))
+        trees = iter(self.parser.parse([[canonical_token(w) for w in ws] if self.unescape else ws
+                                        for ws in words if ws]))
         return words, [next(trees) if ws else EMPTY_TREE for ws in words]
 
     def __call__(self, lines: List[str], first_line: int = 1):

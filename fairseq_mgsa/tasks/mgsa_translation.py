@@ -219,7 +219,7 @@ class MGSATranslationTask(TranslationTask):
     def annotator(self, tokenizer, bpe, source_input: str) -> PhraseAnnotator:
         key = (id(tokenizer), id(bpe), source_input)
         if key not in self.annotators:
-            from mgsa_preprocess.parse import StanzaParser
+            from mgsa_preprocess.parse import StanzaParser, undoes_escapes
 
             lang = self.cfg.parser_lang or self.cfg.source_lang
             if self.tag_dictionary is None:
@@ -227,7 +227,8 @@ class MGSATranslationTask(TranslationTask):
             self.annotators[key] = PhraseAnnotator(
                 self.src_dict, self.tag_dictionary, self.required_levels, source_input, tokenizer=tokenizer,
                 bpe=bpe, parser_factory=lambda: StanzaParser(lang, device=self.cfg.parser_device,
-                                                             model_dir=self.cfg.stanza_dir))
+                                                             model_dir=self.cfg.stanza_dir),
+                unescape=undoes_escapes(lang))
         return self.annotators[key]
 
     def annotate(self, lines, tokenizer=None, bpe=None, source_input: Optional[str] = None, first_line: int = 1):

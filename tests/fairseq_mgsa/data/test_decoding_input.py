@@ -130,3 +130,34 @@ def test_phrases_that_miss_the_tokens_are_a_one_line_error_naming_the_line(escap
                                         r"line has \d+ after BPE") as e:
         annotator([short, trees[0]], first_line=11)
     assert "\n" not in str(e.value)
+
+
+def test_a_chinese_source_is_neither_escaped_nor_unescaped():
+    """A Chinese source (mgsa_preprocess.parse.undoes_escapes False) was never Moses-tokenized: tree
+    leaves keep their characters (an English vocabulary without plain quotes would get &apos;), and
+    the parser of text input gets the words as they are (` would become ')."""
+    src_dict = Dictionary()
+    for w in ("他", "说", "好", "吗", "`", "“", "-", "@-@", "北京"):
+        src_dict.add_symbol(w)
+    tag_dict = Dictionary()
+    tag_dict.add_symbol("NN")
+    tag_dict.add_symbol("IP")
+    leaves = ["他", "'", "好", "&", "北京", "-", "北京"]
+    english = PhraseAnnotator(src_dict, tag_dict, 1, "trees")
+    assert english.training_form(leaves) == ["他", "&apos;", "好", "&amp;", "北京", "@-@", "北京"]  # Moses' forms
+    chinese = PhraseAnnotator(src_dict, tag_dict, 1, "trees", unescape=False)
+    assert chinese.training_form(leaves) == leaves
+
+    class Recording:
+        def __init__(self):
+            self.given = []
+
+        def parse(self, sentences):
+            self.given += sentences
+            return ["(ROOT (IP " + " ".join(f"(NN {w})" for w in ws) + "))" for ws in sentences]
+
+    for unescape, expected in ((True, ["他", "说", "'", "好", "吗"]), (False, ["他", "说", "`", "好", "吗"])):
+        parser = Recording()
+        annotator = PhraseAnnotator(src_dict, tag_dict, 1, "text", parser_factory=lambda: parser, unescape=unescape)
+        tokens, _ = annotator(["他 说 ` 好 吗"])
+        assert parser.given == [expected] and src_dict.string(tokens[0]) == "他 说 ` 好 吗"
