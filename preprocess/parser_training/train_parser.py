@@ -41,7 +41,7 @@ from ..errors import PreprocessError
 from ..stanza_model import FILES, check_out_dir, install_model, model_files, staging_dir, write_record
 from .stanza_offline import EpochProgress, stanza_offline
 from .stopping import Plateau, StopTraining, tagger_stopping
-from .treebank import check_dev_labels, read_treebank, write_conllu
+from .treebank import FORMATS, check_dev_labels, read_treebank, write_conllu
 from .word_vectors import check_text, check_vectors, random_vectors, train_word2vec, write_pretrain
 
 TAGGER_EVALS = 10  # the tagger's default step cap, in dev evaluations (tagger_schedule)
@@ -74,7 +74,16 @@ def get_parser():
     p.add_argument("--out", required=True, metavar="DIR",
                    help="model directory to write: a new or empty folder, or one this command wrote, in which only "
                         "the files it made are replaced (its record lists them); never a folder holding an input")
-    p.add_argument("--lang", default="xx", help="language code stored with the model (default: xx)")
+    p.add_argument("--lang", default="xx",
+                   help="language code stored with the model and given to stanza's trainers and pipeline (default: xx; "
+                        "zh for Chinese: the trees' leaves are then the words of segmented text, which mgsa-preprocess "
+                        "gives the parser as they are)")
+    p.add_argument("--treebank-format", choices=FORMATS, default="ptb",
+                   help="how --train, --dev and --test are written: ptb, bracketed trees (default); ctb, the Penn "
+                        "Chinese Treebank as distributed (SGML wrappers such as <DOC> and <S ID=1> removed, then "
+                        "normalised as ptb: -NONE- elements, function tags IP-HLN, NP-SBJ-1); sinica, the Sinica "
+                        "Treebank's ICG lines (NLTK's sample: roles dropped, words to Simplified characters, "
+                        "docs/preprocessing.md). What was removed is counted in the record ('normalisation')")
     vec = p.add_mutually_exclusive_group()
     vec.add_argument("--wordvec-text", metavar="FILE",
                      help="learn word vectors from this text (gensim word2vec; one sentence a line, tokenized as the "
@@ -167,7 +176,7 @@ def _check(a):
     if a.wordvec:
         check_vectors(a.wordvec)
     if a.test:
-        read_treebank(a.test)  # a bad test file fails now, not after the training
+        read_treebank(a.test, fmt=a.treebank_format)  # a bad test file fails now, not after the training
     return replaces
 
 
@@ -299,10 +308,16 @@ def read_inputs(a):
     """The training and dev trees, read and checked (dev labels the training trees lack) before
     anything is written."""
     keep = a.one_word_constituents == "keep"
-    train_trees, train_stats = read_treebank(a.train, keep)
-    dev_trees, dev_stats = read_treebank(a.dev, keep)
+    fmt = a.treebank_format
+    train_trees, train_stats = read_treebank(a.train, keep, fmt)
+    dev_trees, dev_stats = read_treebank(a.dev, keep, fmt)
+    if fmt != "ptb":
+        print(f"[mgsa-train-parser] {fmt} treebank, what the reading removed or converted: "
+              + "; ".join(f"{name}: " + ", ".join(f"{k} {v}" for k, v in stats.items() if v)
+                          for name, stats in ((a.train, train_stats), (a.dev, dev_stats))), flush=True)
     n_dev = len(dev_trees)
-    dev_trees, unseen = check_dev_labels(train_trees, dev_trees, a.train, a.dev, a.unseen_dev_labels == "drop", keep)
+    dev_trees, unseen = check_dev_labels(train_trees, dev_trees, a.train, a.dev, a.unseen_dev_labels == "drop", keep,
+                                         fmt)
     if unseen:
         if not dev_trees:
             raise PreprocessError("no dev tree left after --unseen-dev-labels drop", a.dev)
@@ -363,7 +378,7 @@ def train(a) -> dict:
     pipeline = load_pipeline(new)
     record["dev"], _ = evaluate(new, dev_trees, pipeline, a.threads)
     if a.test:
-        test_trees, _ = read_treebank(a.test)
+        test_trees, _ = read_treebank(a.test, fmt=a.treebank_format)
         record["test"], _ = evaluate(new, test_trees, pipeline, a.threads)
         record["test"]["file"] = os.path.abspath(a.test)
     record["seconds"] = round(time.time() - start, 1)
