@@ -1,7 +1,8 @@
 """``mgsa-train-parser``: train stanza's POS tagger and constituency parser on a treebank, offline.
 
 For a language or domain without a downloadable stanza model, or on a machine that
-cannot download stanza's models, from PTB-format treebank files:
+cannot download stanza's models, from bracketed treebank files (or, with --treebank-format, the
+Penn Chinese Treebank's files as distributed or the Sinica Treebank's ICG lines: treebank.py):
 
     mgsa-train-parser --train train.mrg --dev dev.mrg --out parser/
     mgsa-preprocess ... --parser stanza --stanza-dir parser/
@@ -41,7 +42,7 @@ from ..errors import PreprocessError
 from ..stanza_model import FILES, check_out_dir, install_model, model_files, staging_dir, write_record
 from .stanza_offline import EpochProgress, stanza_offline
 from .stopping import Plateau, StopTraining, tagger_stopping
-from .treebank import FORMATS, check_dev_labels, read_treebank, write_conllu
+from .treebank import FORMATS, read_inputs, read_treebank, write_conllu
 from .word_vectors import check_text, check_vectors, random_vectors, train_word2vec, write_pretrain
 
 TAGGER_EVALS = 10  # the tagger's default step cap, in dev evaluations (tagger_schedule)
@@ -60,7 +61,8 @@ def default_parser_epochs(train_trees: int, batch_size: int) -> int:
 def get_parser():
     p = argparse.ArgumentParser(
         prog="mgsa-train-parser",
-        description="Train stanza's POS tagger and constituency parser on PTB-format treebank files, offline, into "
+        description="Train stanza's POS tagger and constituency parser on treebank files (bracketed; or the Penn "
+                    "Chinese Treebank as distributed, or the Sinica Treebank's ICG lines: --treebank-format), offline, into "
                     "one directory that mgsa-preprocess --parser stanza --stanza-dir DIR and fairseq-interactive "
                     "--stanza-dir DIR load. Defaults chosen on the Penn Treebank's WSJ sample (3,114 training trees; "
                     "docs/benchmarks-parser.md): a small model (hidden size 64, the tagger's 128); the tagger and the parser each "
@@ -302,30 +304,6 @@ def train_parser(a, data, model_dir, files, common, hidden, record) -> None:
             f"{rule.best:.2f} at epoch {rule.best_index + 1}; patience {a.parser_patience}"
             + (f", judged from epoch {rule.min_evals}" if len(rule.scores) < rule.min_evals else "")
             + "): more epochs may give a better parser")
-
-
-def read_inputs(a):
-    """The training and dev trees, read and checked (dev labels the training trees lack) before
-    anything is written."""
-    keep = a.one_word_constituents == "keep"
-    fmt = a.treebank_format
-    train_trees, train_stats = read_treebank(a.train, keep, fmt)
-    dev_trees, dev_stats = read_treebank(a.dev, keep, fmt)
-    if fmt != "ptb":
-        print(f"[mgsa-train-parser] {fmt} treebank, what the reading removed or converted: "
-              + "; ".join(f"{name}: " + ", ".join(f"{k} {v}" for k, v in stats.items() if v)
-                          for name, stats in ((a.train, train_stats), (a.dev, dev_stats))), flush=True)
-    n_dev = len(dev_trees)
-    dev_trees, unseen = check_dev_labels(train_trees, dev_trees, a.train, a.dev, a.unseen_dev_labels == "drop", keep,
-                                         fmt)
-    if unseen:
-        if not dev_trees:
-            raise PreprocessError("no dev tree left after --unseen-dev-labels drop", a.dev)
-        print(f"[mgsa-train-parser] --unseen-dev-labels drop: dropped {n_dev - len(dev_trees)} of {n_dev} dev trees "
-              f"with constituent labels the training trees lack ("
-              + ", ".join(f"{k} in {n}" for k, n in unseen.items()) + ")", flush=True)
-    return train_trees, dev_trees, {"trees": n_dev - len(dev_trees), "by_unseen_label": unseen}, \
-        {"train": train_stats, "dev": dev_stats}
 
 
 def train(a) -> dict:

@@ -143,3 +143,27 @@ def write_conllu(trees, path: str) -> None:
                 head = "0\troot" if i == 1 else "1\tdep"
                 f.write(f"{i}\t{w}\t_\t{t}\t{t}\t_\t{head}\t_\t_\n")
             f.write("\n")
+
+
+def read_inputs(a):
+    """The training and dev trees, read and checked (dev labels the training trees lack) before
+    anything is written."""
+    keep = a.one_word_constituents == "keep"
+    fmt = a.treebank_format
+    train_trees, train_stats = read_treebank(a.train, keep, fmt)
+    dev_trees, dev_stats = read_treebank(a.dev, keep, fmt)
+    if fmt != "ptb":
+        print(f"[mgsa-train-parser] {fmt} treebank, what the reading removed or converted: "
+              + "; ".join(f"{name}: " + ", ".join(f"{k} {v}" for k, v in stats.items() if v)
+                          for name, stats in ((a.train, train_stats), (a.dev, dev_stats))), flush=True)
+    n_dev = len(dev_trees)
+    dev_trees, unseen = check_dev_labels(train_trees, dev_trees, a.train, a.dev, a.unseen_dev_labels == "drop", keep,
+                                         fmt)
+    if unseen:
+        if not dev_trees:
+            raise PreprocessError("no dev tree left after --unseen-dev-labels drop", a.dev)
+        print(f"[mgsa-train-parser] --unseen-dev-labels drop: dropped {n_dev - len(dev_trees)} of {n_dev} dev trees "
+              f"with constituent labels the training trees lack ("
+              + ", ".join(f"{k} in {n}" for k, n in unseen.items()) + ")", flush=True)
+    return train_trees, dev_trees, {"trees": n_dev - len(dev_trees), "by_unseen_label": unseen}, \
+        {"train": train_stats, "dev": dev_stats}
