@@ -1,19 +1,19 @@
-"""How often a treebank's own word segmentation and jieba's differ, on the treebank's sentences.
+"""How often a treebank's own word segmentation and the pipeline's differ, on the treebank's sentences.
 
-    python -m mgsa_preprocess.parser_training.segment_check TREES [--out report.json]
+    python -m mgsa_preprocess.parser_training.segment_check TREES [--out report.json] [--user-dict FILE]
 
 A parser trained on a treebank (Sinica's words) parses the words of the pipeline's segmenter
-(jieba's) at preprocessing time. Where the two segment a sentence differently the parser meets
-words, and word boundaries, it was not trained on. This measures that on the treebank's own
-sentences: each tree's leaves are joined into the sentence's text and segmented again by jieba
-(`jieba.lcut`, its default dictionary and HMM for unknown words), and the two word sequences are
-compared: sentences segmented identically, and the word boundaries of jieba's segmentation
-scored against the treebank's (precision, recall, F1 of the words as character spans).
+(mgsa-segment-zh: jieba) at preprocessing time. Where the two segment a sentence differently the
+parser meets words, and word boundaries, it was not trained on. This measures that on the
+treebank's own sentences: each tree's leaves are joined into the sentence's text and segmented
+again by mgsa-segment-zh's Segmenter (preprocess/segment_zh.py: jieba's dictionary and HMM over
+runs of Chinese characters, punctuation and Latin/digit runs as tokens of their own), and the two
+word sequences are compared: sentences segmented identically, and the segmenter's words scored
+against the treebank's (precision, recall, F1 of the words as character spans).
 """
 
 import argparse
 import json
-import logging
 import sys
 
 from ..errors import PreprocessError
@@ -36,7 +36,7 @@ def compare(sentences, segment) -> dict:
         text = "".join(words)
         other = [w for w in segment(text) if w.strip()]
         if "".join(other) != text.replace(" ", ""):
-            changed_length += 1  # not expected: jieba keeps every character
+            changed_length += 1  # not expected: the segmenter keeps every character
         same += other == list(words)
         g, t = spans(words), spans(other)
         gold_words += len(g)
@@ -46,18 +46,16 @@ def compare(sentences, segment) -> dict:
     p = common / test_words if test_words else 0.0
     r = common / gold_words if gold_words else 0.0
     return {"sentences": n, "identical_sentences": same, "identical_percent": round(100 * same / n, 2) if n else 0.0,
-            "treebank_words": gold_words, "jieba_words": test_words, "words_in_both": common,
+            "treebank_words": gold_words, "segmenter_words": test_words, "words_in_both": common,
             "word_precision": round(100 * p, 2), "word_recall": round(100 * r, 2),
             "word_f1": round(200 * p * r / (p + r), 2) if p + r else 0.0, "text_changed": changed_length}
 
 
-def jieba_segmenter():
-    try:
-        import jieba
-    except ImportError:
-        raise PreprocessError("jieba is not installed (pip install jieba)") from None
-    jieba.setLogLevel(logging.WARNING)  # its "Building prefix dict" lines
-    return lambda text: jieba.lcut(text)
+def pipeline_segmenter(user_dict=None):
+    """mgsa-segment-zh's segmentation of one line (its tokens)."""
+    from ..segment_zh import Segmenter
+
+    return Segmenter(user_dict=user_dict).tokens
 
 
 def main(argv=None):
@@ -68,10 +66,11 @@ def main(argv=None):
     p.add_argument("trees", help="a treebank file")
     p.add_argument("--treebank-format", choices=FORMATS, default="ptb")
     p.add_argument("--out", help="write the figures here (JSON)")
+    p.add_argument("--user-dict", help="a jieba user dictionary, as mgsa-segment-zh --user-dict")
     a = p.parse_args(argv)
     try:
         trees, _ = read_treebank(a.trees, fmt=a.treebank_format)
-        report = compare([t.words for t in trees], jieba_segmenter())
+        report = compare([t.words for t in trees], pipeline_segmenter(a.user_dict))
     except PreprocessError as e:
         sys.exit(f"segment_check: error: {e}")
     report["trees"] = a.trees
@@ -79,9 +78,10 @@ def main(argv=None):
         with open(a.out, "w") as f:
             json.dump(report, f, indent=2)
     print(f"{a.trees}: {report['identical_sentences']} of {report['sentences']} sentences "
-          f"({report['identical_percent']}%) segmented by jieba as the treebank segments them; words: precision "
+          f"({report['identical_percent']}%) segmented by mgsa-segment-zh as the treebank segments them; words: "
+          f"precision "
           f"{report['word_precision']}, recall {report['word_recall']}, F1 {report['word_f1']} "
-          f"({report['jieba_words']} jieba words, {report['treebank_words']} treebank words)")
+          f"({report['segmenter_words']} segmenter words, {report['treebank_words']} treebank words)")
 
 
 if __name__ == "__main__":

@@ -168,5 +168,5 @@ def test_segment_check_against_a_count_by_hand():
     # identical: the second only; words as spans: (0,2) (2,4) (4,6) | (0,2) (2,3) against
     # (0,2) (2,6) | (0,2) (2,3): 3 in both, of 4 segmenter words and 5 treebank words
     assert r["identical_sentences"] == 1 and r["identical_percent"] == 50.0
-    assert (r["words_in_both"], r["jieba_words"], r["treebank_words"]) == (3, 4, 5)
+    assert (r["words_in_both"], r["segmenter_words"], r["treebank_words"]) == (3, 4, 5)
     assert (r["word_precision"], r["word_recall"], r["word_f1"]) == (75.0, 60.0, round(200 * 0.75 * 0.6 / 1.35, 2))
