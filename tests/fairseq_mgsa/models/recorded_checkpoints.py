@@ -24,7 +24,7 @@ importable as mgsa_preprocess:
 A system registered later is added to the file, recorded with the code that registered it (the
 commit goes into its entry as `recorded_at`; the file's `commit` stays that of the others):
 
-    python tests/fairseq_mgsa/models/recorded_checkpoints.py --add NAME [NAME ...] tests/fairseq_mgsa/models/recorded_checkpoints.json
+    python tests/fairseq_mgsa/models/recorded_checkpoints.py tests/fairseq_mgsa/models/recorded_checkpoints.json --add NAME ...
 """
 
 import argparse
