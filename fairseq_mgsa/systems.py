@@ -78,6 +78,7 @@ class System:
     size_args: Dict[str, Tuple[str, ...]] = field(default_factory=dict)  # size -> options after the size's dims
     needs_trees: bool = False          # reads phrase files (mgsa-preprocess with trees)
     depth: int = 0                     # layers per stack at base, big and iwslt (0: the architecture's 6)
+    depth_of: str = ""                 # with depth: the system this one is at another depth
     notes: str = ""
 
     def __post_init__(self):
@@ -86,8 +87,9 @@ class System:
             raise ValueError(f"system {self.name}: no architecture for size {', '.join(missing)}")
         if self.needs_trees and self.task != "mgsa_translation":
             raise ValueError(f"system {self.name}: phrase files are read by the mgsa_translation task")
-        if self.depth < 0:
-            raise ValueError(f"system {self.name}: depth must be a number of layers (got {self.depth})")
+        if self.depth < 0 or bool(self.depth) != bool(self.depth_of):
+            raise ValueError(f"system {self.name}: a depth variant gives its depth (a number of layers) and the "
+                             f"system it varies (depth_of)")
 
     def arch(self, size: str) -> str:
         check_size(size)
@@ -154,10 +156,10 @@ SYSTEMS: Dict[str, System] = {s.name: s for s in (
     # for the parameters phrasal attention adds, and phrasal attention with fewer layers
     System("transformer_10layer", "Transformer, 10 layers",
            {"base": "transformer", "big": "transformer_vaswani_wmt_en_de_big", "iwslt": "transformer_iwslt_de_en"},
-           depth=10, notes="the baseline with 10 encoder and 10 decoder layers: the phrase-based attention paper's "
+           depth=10, depth_of="transformer", notes="the baseline with 10 encoder and 10 decoder layers: the phrase-based attention paper's "
                            "depth baseline (91M parameters there, 6+6 layers 63M)"),
     System("pba_heterogeneous_convkv_4layer", "PBA heterogeneous CONVKV 1-2, 4 layers",
-           sized("pba_transformer_heterogeneous_convkv"), depth=4,
+           sized("pba_transformer_heterogeneous_convkv"), depth=4, depth_of="pba_heterogeneous_convkv",
            notes="pba_heterogeneous_convkv with 4 encoder and 4 decoder layers: fewer parameters than the "
                  "Transformer base (60M in the paper)"),
 )}
@@ -184,6 +186,13 @@ def select(names) -> List[System]:
     if isinstance(names, str):
         names = names.replace(",", " ").split()
     return [get(n) for n in names] if names else list(SYSTEMS.values())
+
+
+def distinct_models() -> List[System]:
+    """The systems but the depth variants. At dimensions that fix the layers (the tests' TINY, a
+    benchmark's), a depth variant builds the very model of the system it varies: checks run
+    there (invariants, commands, checkpoints) need it once, under the other's name."""
+    return [s for s in SYSTEMS.values() if not s.depth_of]
 
 
 def table() -> str:

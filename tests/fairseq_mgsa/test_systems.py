@@ -115,6 +115,18 @@ def test_parameter_matched_baseline_at_other_dimensions():
 DEPTH = {"transformer_10layer": ("transformer", 10), "pba_heterogeneous_convkv_4layer": ("pba_heterogeneous_convkv", 4)}
 
 
+def test_depth_variants_are_registered_as_such():
+    assert {s.name: (s.depth_of, s.depth) for s in systems.SYSTEMS.values() if s.depth} == DEPTH
+    assert [s.name for s in systems.distinct_models()] == [n for n in systems.SYSTEMS if n not in DEPTH]
+    for name, (plain, _) in DEPTH.items():  # the same system but for its layers
+        s, p = systems.get(name), systems.get(plain)
+        assert (s.archs, s.task, s.criterion, s.criterion_args, s.model_args, s.size_args, s.needs_trees) == (
+            p.archs, p.task, p.criterion, p.criterion_args, p.model_args, p.size_args, p.needs_trees)
+    for bad in (dict(depth=4), dict(depth_of="transformer"), dict(depth=-2, depth_of="transformer")):
+        with pytest.raises(ValueError, match="a depth variant gives its depth"):
+            systems.System("x", "X", systems.sized("mgsa_transformer"), **bad)
+
+
 @pytest.mark.parametrize("name", sorted(DEPTH))
 def test_depth_variants_build_with_the_layers_their_entry_gives(name):
     """The phrase-based attention paper's depth baselines: the same system as their 6-layer
@@ -129,7 +141,6 @@ def test_depth_variants_build_with_the_layers_their_entry_gives(name):
 
     s, (plain_name, depth) = systems.get(name), DEPTH[name]
     plain = systems.get(plain_name)
-    assert s.depth == depth and s.archs == plain.archs and s.model_args == plain.model_args
     d = Dictionary()
     for size, layers in (("tiny", round(3 * depth / 6)), ("cpu", round(3 * depth / 6)), ("base", depth),
                          ("big", depth), ("iwslt", depth)):
