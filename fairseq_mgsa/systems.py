@@ -209,7 +209,8 @@ def main(argv=None):
                                 description="The registered systems (fairseq_mgsa/systems.py).")
     sub = p.add_subparsers(dest="command")
     sub.add_parser("list", help="the table of systems (the default)")
-    sub.add_parser("names", help="the names, one a line")
+    n = sub.add_parser("names", help="the names, one a line")
+    n.add_argument("--distinct", action="store_true", help="without the depth variants (distinct_models)")
     a = sub.add_parser("args", help="fairseq-train options of a system, shell-quoted on one line")
     a.add_argument("name")
     a.add_argument("--size", default="base", choices=SIZES)
@@ -225,7 +226,7 @@ def main(argv=None):
         if args.command in (None, "list"):
             print(table())
         elif args.command == "names":
-            print("\n".join(SYSTEMS))
+            print("\n".join(s.name for s in (distinct_models() if args.distinct else SYSTEMS.values())))
         elif args.command == "args":
             opts = get(args.name).train_args(args.size)
             print("\n".join(opts) if args.lines else shlex.join(opts))

@@ -63,6 +63,7 @@ def test_command_line_without_fairseq():
     assert cli("needs-trees", "transformer", "mgsa_syntactic").stdout == "yes\n"
     assert cli("get", "mgsa_syntactic", "task").stdout == "mgsa_translation\n"
     assert cli("names").stdout.split() == list(systems.SYSTEMS)
+    assert cli("names", "--distinct").stdout.split() == [s.name for s in systems.distinct_models()]
     bad = cli("needs-trees", "transformer", "nope")
     assert bad.returncode == 2 and bad.stdout == ""
     assert bad.stderr.strip().splitlines() == [
