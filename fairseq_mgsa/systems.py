@@ -15,10 +15,10 @@ Adding a system is one entry in SYSTEMS below, and nothing else:
            model_args=("--pba-attention", "queryk", "--pba-mode", "homogeneous", "--pba-ngrams", "1,2")),
 
 `sized(family)` follows the plugin's naming of architectures (`X`, `X_big`,
-`X_iwslt_de_en`); give a dict for others. `depth=N` gives a system N layers in the encoder
-and in the decoder where the architecture has 6 (base, big, iwslt), and the same fraction of
-the layers at other dimensions (`scaled_layers`: tiny's and cpu's 3 layers become 5 for N = 10,
-2 for N = 4). A system that reads phrase files sets
+`X_iwslt_de_en`); give a dict for others. `depth=N, depth_of=OTHER` makes OTHER with N layers
+in the encoder and in the decoder where the architecture has 6 (base, big, iwslt), and the same
+fraction of the layers at other dimensions (`scaled_layers`: tiny's and cpu's 3 layers become 5
+for N = 10, 2 for N = 4). A system that reads phrase files sets
 `needs_trees=True` (and the `mgsa_translation` task).
 
 This file imports nothing from the package or fairseq, so shell scripts can read it
@@ -156,8 +156,9 @@ SYSTEMS: Dict[str, System] = {s.name: s for s in (
     # for the parameters phrasal attention adds, and phrasal attention with fewer layers
     System("transformer_10layer", "Transformer, 10 layers",
            {"base": "transformer", "big": "transformer_vaswani_wmt_en_de_big", "iwslt": "transformer_iwslt_de_en"},
-           depth=10, depth_of="transformer", notes="the baseline with 10 encoder and 10 decoder layers: the phrase-based attention paper's "
-                           "depth baseline (91M parameters there, 6+6 layers 63M)"),
+           depth=10, depth_of="transformer",
+           notes="the baseline with 10 encoder and 10 decoder layers: the phrase-based attention paper's "
+                 "depth baseline (91M parameters there, 6+6 layers 63M)"),
     System("pba_heterogeneous_convkv_4layer", "PBA heterogeneous CONVKV 1-2, 4 layers",
            sized("pba_transformer_heterogeneous_convkv"), depth=4, depth_of="pba_heterogeneous_convkv",
            notes="pba_heterogeneous_convkv with 4 encoder and 4 decoder layers: fewer parameters than the "
@@ -199,7 +200,8 @@ def table() -> str:
     rows = [("name", "label", "task", "trees", "base arch", "model options", "criterion")]
     for s in SYSTEMS.values():
         rows.append((s.name, s.label, s.task, "yes" if s.needs_trees else "no", s.archs["base"],
-                     " ".join((*s.size_args.get("base", ()), *s.layer_args(PAPER_LAYERS), *s.model_args)) or "-", " ".join((s.criterion, *s.criterion_args))))
+                     " ".join((*s.size_args.get("base", ()), *s.layer_args(PAPER_LAYERS), *s.model_args)) or "-",
+                     " ".join((s.criterion, *s.criterion_args))))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
 
