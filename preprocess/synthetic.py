@@ -310,7 +310,8 @@ def generate(n: int, seed: int, sentences_per_line: int = 1) -> List[Tuple[str, 
 
 
 def write_corpus(out_dir: str, sizes=(("train", 2000), ("valid", 200), ("test", 200)), seed: int = 1,
-                 src: str = "src", tgt: str = "tgt", sentences_per_line: int = 1, cyrillic_target: bool = False) -> None:
+                 src: str = "src", tgt: str = "tgt", sentences_per_line: int = 1,
+                 cyrillic_target: bool = False) -> None:
     os.makedirs(out_dir, exist_ok=True)
     for i, (split, n) in enumerate(sizes):
         examples = generate(n, seed * 1000 + i, sentences_per_line)

@@ -59,7 +59,8 @@ def test_the_dry_run_passes_every_phase(dry_run):
 
 def test_every_system_trains_and_decodes_in_fp16(dry_run):
     runs = {r["name"]: r for r in dry_run["records"] if r["kind"] == "run" and r["phase"] == "fp16"}
-    assert {n.split("/")[1] for n in runs} == {s.name for s in registry.distinct_models()}  # depth variants: their originals
+    # the depth variants run as their originals
+    assert {n.split("/")[1] for n in runs} == {s.name for s in registry.distinct_models()}
     for name in (s.name for s in registry.distinct_models()):
         r = runs[f"fp16/{name}"]
         assert r["status"] == "pass" and r["problems"] == [], r

@@ -74,7 +74,8 @@ def test_en_ru_keeps_cyrillic_through_every_data_step(en_ru):
     assert any(has_cyrillic(line) for line in codes.splitlines()[1:])
     data_bin = work / "data-bin"
     words = [line.split()[0] for line in (data_bin / "dict.ru.txt").read_text(encoding="utf-8").splitlines()]
-    assert (data_bin / "dict.en.txt").read_text(encoding="utf-8") == (data_bin / "dict.ru.txt").read_text(encoding="utf-8")
+    joined = (data_bin / "dict.en.txt").read_text(encoding="utf-8")
+    assert joined == (data_bin / "dict.ru.txt").read_text(encoding="utf-8")
     assert any(has_cyrillic(w) for w in words) and any(re.fullmatch("[a-z]+(@@)?", w) for w in words)  # joined
     for level in (1, 2, 3):  # the English source's phrase files
         assert (data_bin / f"train.en-ru.en.syn{level}.bin").exists()
@@ -214,8 +215,10 @@ def test_download_from_a_local_mirror(tmp_path):
     make_tgz(mirror / "wmt16" / "translation-task" / "dev.tgz", corpus("dev/newstest2013", 14, 18))
     # the src and ref files of one language differ here, so the direction's own are told apart
     make_tgz(mirror / "wmt14" / "test-full.tgz", {
-        "test-full/newstest2014-ruen-src.en.sgm": sgm(en[18:22]), "test-full/newstest2014-ruen-ref.ru.sgm": sgm(ru[18:22]),
-        "test-full/newstest2014-ruen-src.ru.sgm": sgm(ru[22:26]), "test-full/newstest2014-ruen-ref.en.sgm": sgm(en[22:26])})
+        "test-full/newstest2014-ruen-src.en.sgm": sgm(en[18:22]),
+        "test-full/newstest2014-ruen-ref.ru.sgm": sgm(ru[18:22]),
+        "test-full/newstest2014-ruen-src.ru.sgm": sgm(ru[22:26]),
+        "test-full/newstest2014-ruen-ref.en.sgm": sgm(en[22:26])})
     yandex, un = tmp_path / "1mcorpus", tmp_path / "un"
     for folder, stem, lo, hi in ((yandex, "corpus.en_ru.1m", 26, 30), (un, "UNv1.0.en-ru", 30, 44)):
         folder.mkdir()

@@ -152,7 +152,8 @@ def test_depth_variants_build_with_the_layers_their_entry_gives(name):
         assert (len(model.encoder.layers), len(model.decoder.layers)) == (layers, layers), size
         # everything else as the 6-layer system: its options and these layers build the same model
         layer_opts = ["--encoder-layers", str(layers), "--decoder-layers", str(layers)]
-        assert count_params(model_args(s.train_args(size))) == count_params(model_args(plain.train_args(size)) + layer_opts)
+        built = count_params(model_args(s.train_args(size)))
+        assert built == count_params(model_args(plain.train_args(size)) + layer_opts)
     assert systems.scaled_layers(2, depth) == {10: 3, 4: 1}[depth]  # the demo's 2 layers
 
 
