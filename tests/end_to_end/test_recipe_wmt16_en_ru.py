@@ -8,8 +8,8 @@ cyrillic_target: a stand-in for Russian, generated), the Russian side detokenize
   dictionary entries, phrase files of the English source, hypotheses; and step 08 scoring the
   references as hypotheses gives BLEU 100 both ways, the detokenized text the raw text again;
 * ru-en: a system that reads trees is refused before any step works, in one line naming the
-  ways out; the data steps run tree-free (nothing parsed, no phrase files); the whole run is
-  marked slow;
+  ways out; the data steps run tree-free (nothing parsed, no phrase files) and the whole run,
+  both marked slow;
 * 01_download.sh on archives laid out as statmt.org's (file:// URLs), the registered corpora
   from the user's folders, the direction's own newstest2014 files.
 """
@@ -162,6 +162,7 @@ def ru_en_env(corpus, work):
                       SAVE_INTERVAL_UPDATES="2")
 
 
+@pytest.mark.slow  # 25-48 s: over the default suite's budget; the refusal above stays in it
 def test_ru_en_data_steps_without_trees(corpus, en_ru, tmp_path):
     """Steps 02-05 with the Russian source. The Moses tokenisation of each raw file is that of
     the en-ru run (the same files, each in its own language): its files and their markers are
