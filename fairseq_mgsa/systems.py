@@ -15,7 +15,10 @@ Adding a system is one entry in SYSTEMS below, and nothing else:
            model_args=("--pba-attention", "queryk", "--pba-mode", "homogeneous", "--pba-ngrams", "1,2")),
 
 `sized(family)` follows the plugin's naming of architectures (`X`, `X_big`,
-`X_iwslt_de_en`); give a dict for others. A system that reads phrase files sets
+`X_iwslt_de_en`); give a dict for others. `depth=N, depth_of=OTHER` makes OTHER with N layers
+in the encoder and in the decoder where the architecture has 6 (base, big, iwslt), and the same
+fraction of the layers at other dimensions (`scaled_layers`: tiny's and cpu's 3 layers become 5
+for N = 10, 2 for N = 4). A system that reads phrase files sets
 `needs_trees=True` (and the `mgsa_translation` task).
 
 This file imports nothing from the package or fairseq, so shell scripts can read it
@@ -49,6 +52,12 @@ def dims(layers: int, d: int, ffn: int, heads: int) -> Tuple[str, ...]:
 DIMS = {"tiny": dims(3, 128, 256, 4), "cpu": dims(3, 128, 512, 4)}
 TINY_ARGS = DIMS["tiny"]
 BASELINE = "transformer"
+PAPER_LAYERS = 6  # the layers of every registered architecture (base, big, iwslt), encoder and decoder
+
+
+def scaled_layers(layers: int, depth: int) -> int:
+    """A depth variant's layers at dimensions of `layers` layers: depth / 6 of them, rounded, at least 1."""
+    return max(1, round(layers * depth / PAPER_LAYERS))
 
 
 def sized(family: str, suffix: str = "") -> Dict[str, str]:
@@ -68,6 +77,8 @@ class System:
     model_args: Tuple[str, ...] = ()   # model options on top of the architecture's
     size_args: Dict[str, Tuple[str, ...]] = field(default_factory=dict)  # size -> options after the size's dims
     needs_trees: bool = False          # reads phrase files (mgsa-preprocess with trees)
+    depth: int = 0                     # layers per stack at base, big and iwslt (0: the architecture's 6)
+    depth_of: str = ""                 # with depth: the system this one is at another depth
     notes: str = ""
 
     def __post_init__(self):
@@ -76,6 +87,9 @@ class System:
             raise ValueError(f"system {self.name}: no architecture for size {', '.join(missing)}")
         if self.needs_trees and self.task != "mgsa_translation":
             raise ValueError(f"system {self.name}: phrase files are read by the mgsa_translation task")
+        if self.depth < 0 or bool(self.depth) != bool(self.depth_of):
+            raise ValueError(f"system {self.name}: a depth variant gives its depth (a number of layers) and the "
+                             f"system it varies (depth_of)")
 
     def arch(self, size: str) -> str:
         check_size(size)
@@ -84,8 +98,19 @@ class System:
     def train_args(self, size: str) -> List[str]:
         """The fairseq-train options that make this system at `size` (the rest, data and
         hyper-parameters, is the caller's)."""
-        return ["--task", self.task, "--arch", self.arch(size), *DIMS.get(size, ()), *self.size_args.get(size, ()),
+        size_dims = DIMS.get(size, ())
+        if size_dims and self.depth:  # its layers in place of the size's (DIMS start with the two layer options)
+            size_dims = (*self.layer_args(int(size_dims[1])), *size_dims[4:])
+        return ["--task", self.task, "--arch", self.arch(size), *size_dims, *self.size_args.get(size, ()),
+                *(() if size in DIMS else self.layer_args(PAPER_LAYERS)),
                 *self.model_args, "--criterion", self.criterion, *self.criterion_args]
+
+    def layer_args(self, layers: int) -> Tuple[str, ...]:
+        """The layer options of a depth variant at dimensions of `layers` layers (nothing for the others)."""
+        if not self.depth:
+            return ()
+        n = str(scaled_layers(layers, self.depth))
+        return ("--encoder-layers", n, "--decoder-layers", n)
 
     def generate_args(self) -> List[str]:
         """The fairseq-generate options this system needs (the checkpoint holds the rest)."""
@@ -127,6 +152,17 @@ SYSTEMS: Dict[str, System] = {s.name: s for s in (
            sized("pba_transformer_interleaved_queryk"), notes="the paper's best row"),
     System("hysan", "HySAN (gate)", sized("hysan_transformer", "_recommended"),
            notes="encoder global,forward,backward,local2; decoder global,local2; squeeze gate; every layer"),
+    # the phrase-based attention paper's depth baselines (its Table 2): more Transformer layers
+    # for the parameters phrasal attention adds, and phrasal attention with fewer layers
+    System("transformer_10layer", "Transformer, 10 layers",
+           {"base": "transformer", "big": "transformer_vaswani_wmt_en_de_big", "iwslt": "transformer_iwslt_de_en"},
+           depth=10, depth_of="transformer",
+           notes="the baseline with 10 encoder and 10 decoder layers: the phrase-based attention paper's "
+                 "depth baseline (91M parameters there, 6+6 layers 63M)"),
+    System("pba_heterogeneous_convkv_4layer", "PBA heterogeneous CONVKV 1-2, 4 layers",
+           sized("pba_transformer_heterogeneous_convkv"), depth=4, depth_of="pba_heterogeneous_convkv",
+           notes="pba_heterogeneous_convkv with 4 encoder and 4 decoder layers: fewer parameters than the "
+                 "Transformer base (60M in the paper)"),
 )}
 
 
@@ -153,11 +189,19 @@ def select(names) -> List[System]:
     return [get(n) for n in names] if names else list(SYSTEMS.values())
 
 
+def distinct_models() -> List[System]:
+    """The systems but the depth variants. At dimensions that fix the layers (the tests' TINY, a
+    benchmark's), a depth variant builds the very model of the system it varies: checks run
+    there (invariants, commands, checkpoints) need it once, under the other's name."""
+    return [s for s in SYSTEMS.values() if not s.depth_of]
+
+
 def table() -> str:
     rows = [("name", "label", "task", "trees", "base arch", "model options", "criterion")]
     for s in SYSTEMS.values():
         rows.append((s.name, s.label, s.task, "yes" if s.needs_trees else "no", s.archs["base"],
-                     " ".join((*s.size_args.get("base", ()), *s.model_args)) or "-", " ".join((s.criterion, *s.criterion_args))))
+                     " ".join((*s.size_args.get("base", ()), *s.layer_args(PAPER_LAYERS), *s.model_args)) or "-",
+                     " ".join((s.criterion, *s.criterion_args))))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
 
@@ -167,7 +211,8 @@ def main(argv=None):
                                 description="The registered systems (fairseq_mgsa/systems.py).")
     sub = p.add_subparsers(dest="command")
     sub.add_parser("list", help="the table of systems (the default)")
-    sub.add_parser("names", help="the names, one a line")
+    n = sub.add_parser("names", help="the names, one a line")
+    n.add_argument("--distinct", action="store_true", help="without the depth variants (distinct_models)")
     a = sub.add_parser("args", help="fairseq-train options of a system, shell-quoted on one line")
     a.add_argument("name")
     a.add_argument("--size", default="base", choices=SIZES)
@@ -183,7 +228,7 @@ def main(argv=None):
         if args.command in (None, "list"):
             print(table())
         elif args.command == "names":
-            print("\n".join(SYSTEMS))
+            print("\n".join(s.name for s in (distinct_models() if args.distinct else SYSTEMS.values())))
         elif args.command == "args":
             opts = get(args.name).train_args(args.size)
             print("\n".join(opts) if args.lines else shlex.join(opts))

@@ -25,7 +25,9 @@ sentences on which only the tree tells the readings apart (the demo scores them 
 
 Run ``python -m mgsa_preprocess.synthetic --out DIR`` to write
 ``{train,valid,test}.{src,tgt}`` and the gold trees ``{split}.src.tree``; ``--lang zh`` writes
-them with a Chinese source (synthetic_zh.py).
+them with a Chinese source (synthetic_zh.py). ``--cyrillic`` writes the target in Cyrillic
+letters (``cyrillic``: the invented words letter by letter, capitals kept), a stand-in for
+Russian text in the English-Russian recipe's tests.
 """
 
 import argparse
@@ -58,6 +60,19 @@ FRONTED_PP_RATE, ADVERB_RATE = 0.15, 0.1  # clause openers: "near the hill , NP 
 PREPOSITIONS = {  # VP-attached, NP-attached
     "with": ("kun", "kunte"), "near": ("apud", "apude"), "behind": ("post", "poste"), "on": ("sur", "sure"),
 }
+
+
+# Latin -> Cyrillic, a letter each (x: two), for the invented target words: the same corpus with
+# a target in another script, generated rather than taken from any Russian text.
+CYRILLIC = dict(zip("abcdefghijklmnopqrstuvwyz", "абцдефгхийклмнопщрстувшыз"), x="кс")
+
+
+def cyrillic(text: str) -> str:
+    """`text` with its Latin letters in Cyrillic (CYRILLIC), capitals kept; other characters as they are."""
+    def letter(c):
+        low = CYRILLIC.get(c.lower(), c)
+        return low.capitalize() if c.isupper() else low
+    return "".join(letter(c) for c in text)
 
 
 @dataclass
@@ -311,16 +326,17 @@ def generate(n: int, seed: int, sentences_per_line: int = 1) -> List[Tuple[str, 
 
 
 def write_corpus(out_dir: str, sizes=(("train", 2000), ("valid", 200), ("test", 200)), seed: int = 1,
-                 src: str = "src", tgt: str = "tgt", sentences_per_line: int = 1) -> None:
+                 src: str = "src", tgt: str = "tgt", sentences_per_line: int = 1,
+                 cyrillic_target: bool = False) -> None:
     os.makedirs(out_dir, exist_ok=True)
     for i, (split, n) in enumerate(sizes):
         examples = generate(n, seed * 1000 + i, sentences_per_line)
-        with open(os.path.join(out_dir, f"{split}.{src}"), "w") as fs, \
-                open(os.path.join(out_dir, f"{split}.{tgt}"), "w") as ft, \
-                open(os.path.join(out_dir, f"{split}.{src}.tree"), "w") as ftree:
+        with open(os.path.join(out_dir, f"{split}.{src}"), "w", encoding="utf-8") as fs, \
+                open(os.path.join(out_dir, f"{split}.{tgt}"), "w", encoding="utf-8") as ft, \
+                open(os.path.join(out_dir, f"{split}.{src}.tree"), "w", encoding="utf-8") as ftree:
             for s, t, tree in examples:
                 fs.write(s + "\n")
-                ft.write(t + "\n")
+                ft.write((cyrillic(t) if cyrillic_target else t) + "\n")
                 ftree.write(tree + "\n")
 
 
@@ -337,16 +353,19 @@ def main(argv=None):
     p.add_argument("--lang", choices=("en", "zh"), default="en",
                    help="source language: en (the grammar's own), or zh: Chinese words without spaces, Chinese "
                         "phrase labels, an English-like target and the user dictionary lexicon.dict (synthetic_zh.py)")
+    p.add_argument("--cyrillic", action="store_true", help="the target in Cyrillic letters (a stand-in for Russian)")
     a = p.parse_args(argv)
     if a.sentences_per_line < 1:
         p.error("--sentences-per-line must be at least 1")
+    if a.lang == "zh" and a.cyrillic:
+        p.error("--cyrillic is for the grammar's own source (--lang en)")
     if a.lang == "zh":
         from .synthetic_zh import write_corpus as write_chinese
 
         return write_chinese(a.out, (("train", a.train), ("valid", a.valid), ("test", a.test)), a.seed, a.src,
                              a.tgt, a.sentences_per_line)
     write_corpus(a.out, (("train", a.train), ("valid", a.valid), ("test", a.test)), a.seed, a.src, a.tgt,
-                 a.sentences_per_line)
+                 a.sentences_per_line, a.cyrillic)
 
 
 if __name__ == "__main__":

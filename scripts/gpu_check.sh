@@ -102,10 +102,11 @@ if [ "$DRY" = 1 ]; then
 else
   DRY_FLAG=()
   declare -A LIMIT=([env]=20 [data]=14 [fp16]=140 [variants]=55 [invariants]=55 [bench]=115 [bench_big]=81)
-  # the base-size benchmark without the parameter-matched Transformer (its speed is no target),
+  # the base-size benchmark without the parameter-matched Transformer (its speed is no target) and
+  # the depth variants (their originals' modules; they would take the phase past its limit),
   # few own-run updates (throughput and memory), 20 interleaved ones (the ratios)
   BENCH=(--arch-size base --updates 20 --warmup 3 --own-updates 5 --max-tokens 4096
-         --systems "$("$PY" fairseq_mgsa/systems.py names | grep -vx transformer_matched | paste -sd,)")
+         --systems "$("$PY" fairseq_mgsa/systems.py names --distinct | grep -vx transformer_matched | paste -sd,)")
   # five systems: the Transformer, both MG-SA kinds, HySAN and one PBA
   BENCH_BIG=(--arch-size big --updates 8 --warmup 2 --own-updates 1 --max-tokens 16384
              --systems transformer,mgsa_syntactic,mgsa_ngram,hysan,pba_heterogeneous_convkv)

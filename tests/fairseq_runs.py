@@ -23,7 +23,7 @@ NO_DROPOUT = ["--dropout", "0", "--attention-dropout", "0", "--activation-dropou
 # syntactic MG-SA once more with the tag loss at weight 0 (which must still reach every
 # parameter, for DDP).
 SYSTEMS = [(s.name, s.task, s.arch("base"), s.criterion, [*s.model_args, *s.criterion_args])
-           for s in registry.SYSTEMS.values()]
+           for s in registry.distinct_models()]  # a depth variant at TINY's layers is the system it varies
 SYSTEMS.append(("mgsa_syntactic-tag0", *next(s for s in SYSTEMS if s[0] == "mgsa_syntactic")[1:4],
                 ["--phrase-tag-weight", "0"]))
 

@@ -142,7 +142,7 @@ def cmd_invariants(a):
     device = torch.device("cpu" if s.cpu else "cuda")
     done = records.finished(a.out, "invariant")
     for dtype_name in ("float16", "bfloat16"):
-        for system in registry.SYSTEMS.values():
+        for system in registry.distinct_models():  # a depth variant: its original's modules
             name = f"{dtype_name}/{system.name}"
             if name in done:
                 continue

@@ -44,10 +44,11 @@ class Run:
 
 
 def phase_runs(phase: str) -> List[Run]:
-    """fp16: every registered system at base size; variants: syntactic MG-SA in bf16, with fairseq's
-    memory-efficient fp16 optimizer, and at big size in fp16."""
+    """fp16: every registered system at base size but the depth variants (their originals' modules);
+    variants: syntactic MG-SA in bf16, with fairseq's memory-efficient fp16 optimizer, and at big
+    size in fp16."""
     if phase == "fp16":
-        return [Run("fp16", name, "fp16") for name in registry.SYSTEMS]
+        return [Run("fp16", s.name, "fp16") for s in registry.distinct_models()]
     if phase == "variants":
         return [Run("variants", "mgsa_syntactic", "bf16"),
                 Run("variants", "mgsa_syntactic", "memory-efficient-fp16"),

@@ -33,7 +33,7 @@ NUMBERS = {  # name: (lowest, highest, whether the lowest itself is allowed)
     "DROPOUT": (0, 1, True), "LABEL_SMOOTHING": (0, 1, True), "LENPEN": (None, None, True),
     "LEN_RATIO": (0, None, False),
 }
-SWITCHES = ("LOWERCASE", "COMPOUND_SPLIT", "LENIENT", "SKIP_DOWNLOAD", "AGGRESSIVE_DASH")  # 0 off, 1 on
+SWITCHES = ("LOWERCASE", "COMPOUND_SPLIT", "LENIENT", "SKIP_DOWNLOAD", "AGGRESSIVE_DASH", "WIKI_HEADLINES")  # 0 off, 1 on
 CHOICES = {"STOP_METRIC": ("loss", "bleu"), "DECODE_CHECKPOINT": ("average", "best"), "FP16": ("auto", "0", "1"),
            "PARSER": ("treebank", "stanza"), "MODEL_SIZE": ("base", "big"), "NEWS_COMMENTARY": ("v9", "v12")}
 NOT_EMPTY = ("SRC", "TGT", "WORKDIR", "MULTI30K_TEST", "SEEDS", "SYSTEMS")

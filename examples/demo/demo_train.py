@@ -72,7 +72,9 @@ def system_args(system: registry.System, dims: Sequence[str]) -> List[str]:
         peer = registry.get(PEER)
         size_args = matched_args(["--arch", system.arch("base"), *dims],
                                  ["--arch", peer.arch("base"), *dims, *peer.model_args])
-    return ["--task", system.task, "--arch", system.arch("base"), *dims, *size_args, *system.model_args,
+    # a depth variant (registry: depth): its share of the demo's layers, given after them
+    layers = system.layer_args(int(dims[list(dims).index("--encoder-layers") + 1])) if system.depth else ()
+    return ["--task", system.task, "--arch", system.arch("base"), *dims, *size_args, *layers, *system.model_args,
             "--criterion", system.criterion, *system.criterion_args]
 
 

@@ -29,7 +29,7 @@ def test_every_system_parses_with_fairseq_at_every_size(size, tmp_path):
             str(tmp_path), "--user-dir", os.path.join(ROOT, "fairseq_mgsa"), *s.train_args(size)])
         assert (args.task, args.arch, args.criterion) == (s.task, s.arch(size), s.criterion)
         if size in ("tiny", "cpu"):
-            assert args.encoder_layers == 3
+            assert args.encoder_layers == (systems.scaled_layers(3, s.depth) if s.depth else 3)
             assert (args.encoder_embed_dim, args.encoder_ffn_embed_dim) == (128, 256 if size == "tiny" else 512) \
                 or s.name == "transformer_matched"
         opts = list(s.model_args) + ["--end"]
@@ -63,6 +63,7 @@ def test_command_line_without_fairseq():
     assert cli("needs-trees", "transformer", "mgsa_syntactic").stdout == "yes\n"
     assert cli("get", "mgsa_syntactic", "task").stdout == "mgsa_translation\n"
     assert cli("names").stdout.split() == list(systems.SYSTEMS)
+    assert cli("names", "--distinct").stdout.split() == [s.name for s in systems.distinct_models()]
     bad = cli("needs-trees", "transformer", "nope")
     assert bad.returncode == 2 and bad.stdout == ""
     assert bad.stderr.strip().splitlines() == [
@@ -110,3 +111,73 @@ def test_parameter_matched_baseline_at_other_dimensions():
     opts = matched_args(base, peer)
     n_matched, n_peer = count_params(base + opts, vocab=100)[0], count_params(peer, vocab=100)[0]
     assert abs(n_matched - n_peer) <= 0.05 * n_peer and int(opts[1]) > 64
+
+
+DEPTH = {"transformer_10layer": ("transformer", 10), "pba_heterogeneous_convkv_4layer": ("pba_heterogeneous_convkv", 4)}
+
+
+def test_depth_variants_are_registered_as_such():
+    assert {s.name: (s.depth_of, s.depth) for s in systems.SYSTEMS.values() if s.depth} == DEPTH
+    assert [s.name for s in systems.distinct_models()] == [n for n in systems.SYSTEMS if n not in DEPTH]
+    for name, (plain, _) in DEPTH.items():  # the same system but for its layers
+        s, p = systems.get(name), systems.get(plain)
+        assert (s.archs, s.task, s.criterion, s.criterion_args, s.model_args, s.size_args, s.needs_trees) == (
+            p.archs, p.task, p.criterion, p.criterion_args, p.model_args, p.size_args, p.needs_trees)
+    for bad in (dict(depth=4), dict(depth_of="transformer"), dict(depth=-2, depth_of="transformer")):
+        with pytest.raises(ValueError, match="a depth variant gives its depth"):
+            systems.System("x", "X", systems.sized("mgsa_transformer"), **bad)
+
+
+@pytest.mark.parametrize("name", sorted(DEPTH))
+def test_depth_variants_build_with_the_layers_their_entry_gives(name):
+    """The phrase-based attention paper's depth baselines: the same system as their 6-layer
+    counterpart but for the layers, which the built models have in both stacks: `depth` at base,
+    big and iwslt, its share (depth / 6) of the layers at the small sizes and other dimensions."""
+    from fairseq_mgsa.analysis.compare.matched import count_params, model_args
+    from tests.fairseq_runs import USER_DIR
+    from fairseq import options
+    import torch
+    from fairseq.data import Dictionary
+    from fairseq.tasks.translation import TranslationTask
+
+    s, (plain_name, depth) = systems.get(name), DEPTH[name]
+    plain = systems.get(plain_name)
+    d = Dictionary()
+    for size, layers in (("tiny", round(3 * depth / 6)), ("cpu", round(3 * depth / 6)), ("base", depth),
+                         ("big", depth), ("iwslt", depth)):
+        args = options.parse_args_and_arch(options.get_training_parser(), [
+            "unused-data", "--user-dir", USER_DIR, *model_args(s.train_args(size)), "--share-all-embeddings"])
+        with torch.device("meta"):
+            model = TranslationTask(args, d, d).build_model(args)
+        assert (len(model.encoder.layers), len(model.decoder.layers)) == (layers, layers), size
+        # everything else as the 6-layer system: its options and these layers build the same model
+        layer_opts = ["--encoder-layers", str(layers), "--decoder-layers", str(layers)]
+        built = count_params(model_args(s.train_args(size)))
+        assert built == count_params(model_args(plain.train_args(size)) + layer_opts)
+    assert systems.scaled_layers(2, depth) == {10: 3, 4: 1}[depth]  # the demo's 2 layers
+
+
+def transformer_layer_params(d, ffn, decoder):
+    """A post-norm Transformer layer by hand: self-attention (and cross-attention in the decoder),
+    each 4 d x d projections with biases, a layer norm after each sub-layer, the FFN."""
+    attention = 4 * (d * d + d)
+    ffn_params = d * ffn + ffn + ffn * d + d
+    norms = (3 if decoder else 2) * 2 * d
+    return (2 if decoder else 1) * attention + ffn_params + norms
+
+
+def test_depth_variants_parameter_counts_as_documented():
+    """Base size, a shared 37,000-token vocabulary (the paper's En-De setup): the counts that
+    docs/peers.md and the README print beside the paper's (91M, 60M), from built models; the
+    10-layer Transformer is the 6-layer one plus 4 encoder and 4 decoder layers counted by hand
+    (the paper's 91M fits 10+10 layers; 10 encoder layers over 6 decoder layers would be 75.69M)."""
+    from fairseq_mgsa.analysis.compare.matched import count_params, model_args
+
+    def count(name, extra=()):
+        return count_params(model_args(systems.get(name).train_args("base")) + list(extra), vocab=37000 - 4)[0]
+
+    base, deep = count("transformer"), count("transformer_10layer")
+    assert deep - base == 4 * (transformer_layer_params(512, 2048, False) + transformer_layer_params(512, 2048, True))
+    assert round(deep / 1e6, 2) == 92.51 and round(count("transformer", ["--encoder-layers", "10"]) / 1e6, 2) == 75.69
+    assert round(count("pba_heterogeneous_convkv_4layer") / 1e6, 2) == 60.96
+    assert round(count("pba_heterogeneous_convkv") / 1e6, 2) == 81.98

@@ -96,3 +96,27 @@ def test_ambiguous_lines_of_a_tree_file(tmp_path):
     lines = ambiguous_lines(str(tmp_path / "test.src.tree"))
     assert lines and len(lines) < 40
     assert lines == [i for i, t in enumerate(trees, 1) if attachment_ambiguous(t)]
+
+
+def test_cyrillic_target_is_the_same_corpus_in_another_script(tmp_path):
+    """--cyrillic (the English-Russian recipe's stand-in for Russian): every target word of the
+    grammar gets its own Cyrillic form, a letter each, capitals kept, punctuation as it was; the
+    corpus is otherwise the one written without it."""
+    from mgsa_preprocess.synthetic import (ADJECTIVES, ADVERBS, AGENT, AUXILIARIES, CYRILLIC, DETERMINERS, NAMES,
+                                           NOUNS, PARTICIPLE, PREPOSITIONS, PRESENT, VERBS, cyrillic, write_corpus)
+    words = {*DETERMINERS.values(), *ADJECTIVES.values(), *NOUNS.values(), *NAMES.values(), *VERBS.values(),
+             *(t for _, t in PRESENT.values()), *(t for _, t in PARTICIPLE.values()), *AUXILIARIES.values(),
+             *ADVERBS.values(), AGENT[1], *(w for pair in PREPOSITIONS.values() for w in pair)}
+    forms = {w: cyrillic(w) for w in words}
+    assert len(set(forms.values())) == len(words)  # a translation still: no two words merge
+    for w, c in forms.items():
+        assert all("\u0400" <= ch <= "\u04ff" for ch in c), (w, c)
+        expected = "".join(CYRILLIC[ch.lower()].upper() if ch.isupper() else CYRILLIC[ch] for ch in w)
+        assert c == expected
+    assert cyrillic("Ana ,.") == "Ана ,."
+    write_corpus(str(tmp_path / "latin"), (("train", 30),), seed=2, src="en", tgt="ru")
+    write_corpus(str(tmp_path / "cyr"), (("train", 30),), seed=2, src="en", tgt="ru", cyrillic_target=True)
+    for name in ("train.en", "train.en.tree"):
+        assert (tmp_path / "cyr" / name).read_bytes() == (tmp_path / "latin" / name).read_bytes()
+    latin = (tmp_path / "latin" / "train.ru").read_text(encoding="utf-8").splitlines()
+    assert (tmp_path / "cyr" / "train.ru").read_text(encoding="utf-8").splitlines() == [cyrillic(t) for t in latin]

@@ -20,6 +20,11 @@ cannot follow), from the root of a checkout of the earlier code, with its `prepr
 importable as mgsa_preprocess:
 
     python tests/fairseq_mgsa/models/recorded_checkpoints.py OUT.json
+
+A system registered later is added to the file, recorded with the code that registered it (the
+commit goes into its entry as `recorded_at`; the file's `commit` stays that of the others):
+
+    python tests/fairseq_mgsa/models/recorded_checkpoints.py tests/fairseq_mgsa/models/recorded_checkpoints.json --add NAME ...
 """
 
 import argparse
@@ -169,6 +174,8 @@ def record_system(system, data: Path, workdir: Path, user_dir: str) -> dict:
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", help="the JSON file to write")
+    parser.add_argument("--add", nargs="+", metavar="NAME",
+                        help="record only these systems into OUT, an existing record, keeping the others")
     a = parser.parse_args(argv)
     sys.path.insert(0, os.getcwd())  # the checkout being recorded, not this file's
     from fairseq_mgsa import systems as registry
@@ -176,11 +183,21 @@ def main(argv=None):
     commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     with tempfile.TemporaryDirectory() as tmp:
         data = make_data(Path(tmp) / "corpus")
-        out = {"commit": commit, "data_sha256": data_digest(data), "beam": BEAM, "max_len_b": MAX_LEN_B,
-               "systems": {}}
-        for system in registry.SYSTEMS.values():
+        if a.add:
+            with open(a.out) as f:
+                out = json.load(f)
+            if out["data_sha256"] != data_digest(data):
+                parser.error(f"{a.out} was recorded on other data than this checkout makes: record every system anew")
+            chosen = [registry.get(name) for name in a.add]
+        else:
+            out = {"commit": commit, "data_sha256": data_digest(data), "beam": BEAM, "max_len_b": MAX_LEN_B,
+                   "systems": {}}
+            chosen = list(registry.SYSTEMS.values())
+        for system in chosen:
             print(f"recording {system.name}", flush=True)
             out["systems"][system.name] = record_system(system, data, Path(tmp), os.path.abspath("fairseq_mgsa"))
+            if a.add:
+                out["systems"][system.name]["recorded_at"] = commit
     with open(a.out, "w") as f:
         json.dump(out, f, indent=1, sort_keys=True)
         f.write("\n")
