@@ -36,7 +36,7 @@ NUMBERS = {  # name: (lowest, highest, whether the lowest itself is allowed)
 SWITCHES = ("LOWERCASE", "COMPOUND_SPLIT", "LENIENT", "SKIP_DOWNLOAD", "AGGRESSIVE_DASH", "ZH_T2S",
             "SEPARATE_VOCAB")  # 0 off, 1 on
 CHOICES = {"STOP_METRIC": ("loss", "bleu"), "DECODE_CHECKPOINT": ("average", "best"), "FP16": ("auto", "0", "1"),
-           "PARSER": ("treebank", "stanza"), "MODEL_SIZE": ("base", "big"), "NEWS_COMMENTARY": ("v9", "v12")}
+           "PARSER": ("treebank", "stanza"), "MODEL_SIZE": ("base", "big", "iwslt"), "NEWS_COMMENTARY": ("v9", "v12")}
 NOT_EMPTY = ("SRC", "TGT", "WORKDIR", "MULTI30K_TEST", "SEEDS", "SYSTEMS", "TEST_SETS")
 SPLIT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*$")  # a file name's part: RAW_DIR/NAME.LANG
 INTEGER = re.compile(r"[0-9]+$")
