@@ -85,18 +85,25 @@ choose_parser() {
   esac
 }
 
-# parser_products: what step 01 leaves for the parser: stanza's PARSER_LANG models in STANZA_DIR
-# with PARSER=stanza (none with TREES_DIR or PARSER=treebank); one path a line.
-parser_products() {
-  if [ -z "$TREES_DIR" ] && [ "$PARSER" = stanza ]; then echo "$STANZA_DIR/$PARSER_LANG/constituency"; fi
+# stanza_models_needed: true when step 03 will parse with stanza's own models: PARSER=stanza, no
+# TREES_DIR, and a system of SYSTEMS reads trees.
+stanza_models_needed() {
+  [ -z "$TREES_DIR" ] && [ "$PARSER" = stanza ] && [ "$(systems_need_trees)" = yes ]
 }
 
-# fetch_parser_models: step 01's part for the parser: stanza's PARSER_LANG models with PARSER=stanza
-# (the model hub needs network); nothing for a parser trained here or the user's trees.
+# parser_products: what step 01 leaves for the parser: stanza's PARSER_LANG models in STANZA_DIR
+# when they are needed (stanza_models_needed); one path a line.
+parser_products() {
+  if stanza_models_needed; then echo "$STANZA_DIR/$PARSER_LANG/constituency"; fi
+}
+
+# fetch_parser_models: step 01's part for the parser: stanza's PARSER_LANG models when they are
+# needed (the model hub needs network); nothing for a parser trained here, the user's trees, or
+# systems that read no trees.
 fetch_parser_models() {
   case "$PARSER" in
     stanza|treebank) ;;
     *) die "PARSER must be treebank or stanza (got '$PARSER')" ;;
   esac
-  if [ -z "$TREES_DIR" ] && [ "$PARSER" = stanza ]; then fetch_stanza_models; fi
+  if stanza_models_needed; then fetch_stanza_models; fi
 }
