@@ -25,12 +25,14 @@ SPLITS=(train valid "${TEST_NAMES[@]}")
 cased_dir() { if [ "$LOWERCASE" = 1 ]; then echo "$WORKDIR/tok/cased"; else echo "$WORKDIR/tok"; fi; }
 
 # segment_zh RAW OUT: mgsa-segment-zh (jieba; ZH_T2S=1: Traditional to Simplified first;
-# ZH_USER_DICT: the user's dictionary), one line of words for each line of RAW.
+# ZH_USER_DICT: the user's dictionary), one line of words for each line of RAW. Run as the module
+# the command runs, so that an install made before the command existed (its console script
+# missing) segments too.
 segment_zh() {
   local opts=()
   [ "$ZH_T2S" = 1 ] && opts+=(--t2s)
   [ -n "$ZH_USER_DICT" ] && opts+=(--user-dict "$ZH_USER_DICT")
-  mgsa-segment-zh --input "$1" --output "$2" "${opts[@]}"
+  python -m mgsa_preprocess.segment_zh --input "$1" --output "$2" "${opts[@]}"
 }
 
 # tokenize_file SPLIT LANG RAW: RAW (the raw text of SPLIT in LANG, or one of its further references)
@@ -71,7 +73,8 @@ tokenize_file() {
 step_tokenize() {
   need sacremoses "pip install sacremoses"
   if is_zh "$SRC" || is_zh "$TGT"; then
-    need mgsa-segment-zh "install fairseq-mgsa (bash scripts/install.sh)"
+    python -c 'import mgsa_preprocess.segment_zh, jieba' 2>/dev/null \
+      || die "mgsa-segment-zh (mgsa_preprocess.segment_zh, with jieba) does not import: install fairseq-mgsa (bash scripts/install.sh)"
     [ -z "$ZH_USER_DICT" ] || need_files "$ZH_USER_DICT"
   fi
   local split lang ext tok=$WORKDIR/tok cased refs=() ref names
