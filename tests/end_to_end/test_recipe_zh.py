@@ -148,3 +148,20 @@ def test_a_rerun_does_nothing_again(run):
     for busy in ("segmenting ", "tokenizing ", "learning ", "training ", "translating "):
         assert busy not in steps_lines
     assert log.count("08_score: done already") == 2 * len(SYSTEMS)
+
+
+def test_systems_without_trees_get_the_same_separate_dictionaries(run, tmp_path):
+    """WMT17's default systems (transformer, hysan) read no trees: step 05 binarizes with
+    fairseq-preprocess, each side's own BPE and dictionary, the same dictionaries as with trees."""
+    import shutil
+    work = tmp_path / "work"
+    shutil.copytree(run["work"] / "tok", work / "tok", ignore=shutil.ignore_patterns("*.tree"))
+    shutil.copytree(run["work"] / "bpe", work / "bpe", ignore=shutil.ignore_patterns("text"))
+    (work / ".done").mkdir()
+    shutil.copy(run["work"] / ".done" / "04_bpe.separate.50", work / ".done")
+    env = dict(run["env"], WORKDIR=str(work), SYSTEMS="transformer hysan")
+    log = bash(os.path.join(RECIPE, "05_preprocess.sh"), env).stdout
+    assert "no system of 'transformer hysan' reads trees: binarizing without phrase files" in log
+    for lang in ("zh", "en"):
+        assert (work / "data-bin" / f"dict.{lang}.txt").read_text() == (run["work"] / "data-bin" / f"dict.{lang}.txt").read_text()
+    assert (work / "data-bin" / "test1.zh-en.zh.bin").exists() and not list((work / "data-bin").glob("*.syn*"))
