@@ -166,8 +166,8 @@ step_parse() {
   for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
   [ "$failed" = 0 ] || die "some parse shards failed (rerun to parse only those)"
   for split in "${SPLITS[@]}"; do
-    merge_parse_shards "$cased/$split.$SRC" "$split"
-    python "$COMMON_DIR/select_trees.py" "$WORKDIR/parse/trees/$split.$SRC.tree" "$tok/$split.$SRC.tree" \
+    merge_parse_shards "$cased/$split.$SRC" "$(fairseq_split "$split")"
+    python "$COMMON_DIR/select_trees.py" "$WORKDIR/parse/trees/$(fairseq_split "$split").$SRC.tree" "$tok/$split.$SRC.tree" \
       "${lc[@]}" --expect "$(lines "$tok/$split.$SRC")"
   done
 }
@@ -246,7 +246,7 @@ parse_shard() {
   log "parsing shard $i of $NUM_SHARDS on $where (log: $WORKDIR/logs/parse.shard$i.log)"
   CUDA_VISIBLE_DEVICES=$gpu mgsa-preprocess \
     --source-lang "$SRC" --target-lang "$TGT" --only-source \
-    --trainpref "$cased/train" --validpref "$cased/valid" --testpref "$cased/test" \
+    --trainpref "$cased/train" --validpref "$cased/valid" --testpref "$(test_prefixes "$cased")" \
     --destdir "$WORKDIR/parse" --subword-style none --no-progress-bar \
     --parser stanza --parser-lang "$PARSER_LANG" --stanza-dir "$STANZA_DIR" --stanza-download none \
     --parser-batch-size "$PARSER_BATCH_SIZE" --num-shards "$NUM_SHARDS" --shard-id "$i" \
@@ -340,6 +340,16 @@ test_prefixes() {
   local name out=""
   for name in "${TEST_NAMES[@]}"; do out+="${out:+,}$1/$name"; done
   echo "$out"
+}
+
+# fairseq_split SPLIT: the name mgsa-preprocess gives SPLIT's output (its parse shards and trees,
+# its binaries): train, valid, and test, test1, ... for the test sets of TEST_SETS in order.
+fairseq_split() {
+  local i
+  for i in "${!TEST_NAMES[@]}"; do
+    if [ "${TEST_NAMES[$i]}" = "$1" ]; then test_subset "$i"; return 0; fi
+  done
+  echo "$1"
 }
 
 # dictionary_options: --joined-dictionary (one dictionary, for --share-all-embeddings), or nothing
