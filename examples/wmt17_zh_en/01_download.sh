@@ -18,7 +18,8 @@ for pair in "${EXTRA[@]}"; do   # the user's corpora checked before anything is 
   need_files "${pair%%=*}" "${pair#*=}"
   same_lines "${pair%%=*}" "${pair#*=}"
 done
-[ -z "$TEST_SRC$TEST_REF" ] || { need_files "$TEST_SRC" $TEST_REF; [ "$(wc -w <<< "$TEST_SETS")" = 1 ] \
+read -r -a TEST_REFS <<< "$TEST_REF"   # one file or several
+[ -z "$TEST_SRC$TEST_REF" ] || { need_files "$TEST_SRC" "${TEST_REFS[@]}"; [ "$(wc -w <<< "$TEST_SETS")" = 1 ] \
   || die "TEST_SRC/TEST_REF give one test set: TEST_SETS must name it alone (got '$TEST_SETS')"; }
 SETTINGS="WMT17_EXTRA_CORPORA=$WMT17_EXTRA_CORPORA; TEST_SRC=$TEST_SRC; TEST_REF=$TEST_REF"
 mapfile -t PRODUCTS < <(TREES_DIR=x download_products; parser_products)
@@ -52,8 +53,7 @@ for lang in zh en; do replace_if_changed "$RAW_DIR/train.$lang.partial" "$RAW_DI
 
 test_set_to_raw valid "$ORIG/dev/newsdev2017-zhen-src.zh.sgm" "$ORIG/dev/newsdev2017-zhen-ref.en.sgm"
 if [ -n "$TEST_SRC" ]; then
-  read -r -a refs <<< "$TEST_REF"
-  test_set_to_raw "$TEST_SETS" "$TEST_SRC" "${refs[@]}"
+  test_set_to_raw "$TEST_SETS" "$TEST_SRC" "${TEST_REFS[@]}"
 else
   in_list newstest2017 "$TEST_SETS" || die "TEST_SETS='$TEST_SETS': the download writes newstest2017 (set TEST_SRC/TEST_REF for another test set)"
   test_set_to_raw newstest2017 "$ORIG/test/newstest2017-zhen-src.zh.sgm" "$ORIG/test/newstest2017-zhen-ref.en.sgm"
