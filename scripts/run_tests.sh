@@ -16,7 +16,7 @@ PY=${PYTHON:-python3}
 LONG=(
   tests/end_to_end/test_recipe_multi30k.py tests/end_to_end/test_recipe_runs.py tests/end_to_end/test_demo.py
   tests/end_to_end/test_readme.py tests/end_to_end/test_gpu_check.py tests/end_to_end/test_distributed.py
-  tests/end_to_end/test_recipe_wmt16_en_ru.py
+  tests/end_to_end/test_recipe_wmt16_en_ru.py tests/end_to_end/test_recipe_zh.py
 )
 if [ "${1:-}" = --fast ]; then
   shift

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Step 8: for each test set, case-sensitive BLEU with the four references: detokenized sacreBLEU (13a, mteval-v13a's
+#   tokenisation: the NIST BLEU the paper reports) and, beside it, BLEU on the Moses tokens
+# -> WORKDIR/results/RUN_NAME/NAME/bleu.txt (and sacrebleu's JSON beside it).
+set -euo pipefail
+# shellcheck source=defaults.sh
+source "$(dirname "${BASH_SOURCE[0]}")/defaults.sh"
+step_score
