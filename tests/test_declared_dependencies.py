@@ -16,7 +16,7 @@ import pytest
 
 from fairseq_mgsa import preflight
 
-from tests.paths import ROOT
+from tests.paths import ROOT, checkout_env
 CODE_DIRS = ("fairseq_mgsa", "preprocess", "examples", "benchmarks", "tests")
 
 
@@ -133,6 +133,8 @@ def test_every_console_script_runs(script):
                   if s.split("=")[0].strip() == script)
     module, func = target.split(":")
     code = f"import sys; sys.argv = [{script!r}, '--help']; from {module} import {func}; {func}()"
-    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    # checkout_env: this checkout's mgsa_preprocess, not an editable install's from another folder
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                       env=checkout_env())
     assert r.returncode == 0, r.stderr[-2000:]
     assert "usage" in r.stdout.lower() or "mgsa" in r.stdout.lower(), r.stdout[:500]
