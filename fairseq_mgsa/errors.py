@@ -13,8 +13,13 @@ class MGSAError(ValueError):
 
 
 def _excepthook(exc_type, exc, tb, _previous=sys.excepthook):
+    from . import shared_embeddings
+
     if issubclass(exc_type, MGSAError):
         print(f"fairseq-mgsa error: {exc}", file=sys.stderr)
+    elif exc_type is ValueError and str(exc) == shared_embeddings.FAIRSEQ_MESSAGE:
+        # fairseq's Transformer under fairseq's translation task: the same one line as the plugin's check
+        print(f"fairseq-mgsa error: {shared_embeddings.message()}", file=sys.stderr)
     else:
         _previous(exc_type, exc, tb)
 

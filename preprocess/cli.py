@@ -186,6 +186,7 @@ def run(args) -> dict:
     # Words for the parser: the original text with --bpe-codes, else the segmented text's words.
     word_style = "none" if args.bpe_codes else args.subword_style
     parse_kwargs = dict(style=word_style, separator=args.bpe_separator, lenient=args.lenient,
+                        unescape=parse.undoes_escapes(args.parser_lang or args.source_lang),
                         batch=max(args.parser_batch_size, 1000), progress=progress)
 
     if args.shard_id is not None:

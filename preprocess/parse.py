@@ -1,8 +1,9 @@
 """Constituency parsing with stanza (``--parser stanza``), sharded over machines, and the merge.
 
 The parser sees the source's words (pretokenized, one sentence per line, escapes
-undone: ``&amp;`` -> ``&``) and writes one bracketed tree per line, the file the
-rest of the pipeline reads exactly as it reads ``--trees-suffix`` files.
+undone: ``&amp;`` -> ``&``; a Chinese source's words as they are, see ``undoes_escapes``) and
+writes one bracketed tree per line, the file the rest of the pipeline reads exactly as it reads
+``--trees-suffix`` files.
 
 Sharding: ``--num-shards N --shard-id i`` parses only the i-th of N contiguous
 line ranges of every split into ``{destdir}/trees/shards/`` (for example one
@@ -100,9 +101,21 @@ class StanzaParser:
         return ["{}".format(s.constituency) for s in doc.sentences]
 
 
+# languages whose text no Moses tokenizer or Penn Treebank writer has escaped (mgsa-segment-zh
+# writes no escapes): a token such as ` or &amp; is the text itself, not an escape to undo
+NO_ESCAPES = ("zh", "cmn", "yue", "wuu", "lzh")
+
+
+def undoes_escapes(lang: Optional[str]) -> bool:
+    """Whether the parser of `lang` (zh, zh-hans, zh_CN, ...) is given words with Moses' and the PTB's
+    escapes undone: not for Chinese, whose quotes and ampersands are never escaped."""
+    return (lang or "").replace("_", "-").split("-")[0].lower() not in NO_ESCAPES
+
+
 def read_words(src_path: str, style: str, separator: str, start: int = 0,
-               end: Optional[int] = None) -> Iterator[Tuple[int, List[str]]]:
-    """``(line number, words with escapes undone)`` for lines ``[start, end)`` (0-based) of the source."""
+               end: Optional[int] = None, unescape: bool = True) -> Iterator[Tuple[int, List[str]]]:
+    """``(line number, words)`` for lines ``[start, end)`` (0-based) of the source, with escapes
+    undone (``unescape``) or as they are."""
     with open(src_path, encoding="utf-8") as f:
         for i, line in enumerate(f):
             if i < start:
@@ -113,12 +126,12 @@ def read_words(src_path: str, style: str, separator: str, start: int = 0,
                 words, _ = split_words(line, style, separator)
             except ValueError as e:
                 raise PreprocessError(str(e), src_path, i + 1) from None
-            yield i + 1, [canonical_token(w) for w in words]
+            yield i + 1, [canonical_token(w) for w in words] if unescape else words
 
 
 def parse_lines(parser, src_path: str, out_path: str, style: str = "bpe", separator: str = "@@",
                 start: int = 0, end: Optional[int] = None, lenient: bool = False, batch: int = 1000,
-                progress: bool = True, desc: str = "parse") -> int:
+                progress: bool = True, desc: str = "parse", unescape: bool = True) -> int:
     """Parse source lines ``[start, end)`` into ``out_path``, one tree per line; return the count.
 
     An empty line stops the run before any parsing (it has no tree) unless
@@ -127,7 +140,7 @@ def parse_lines(parser, src_path: str, out_path: str, style: str = "bpe", separa
     from .progress import bar as progress_bar
 
     total = 0
-    for lineno, words in read_words(src_path, style, separator, start, end):
+    for lineno, words in read_words(src_path, style, separator, start, end, unescape):
         if not words and not lenient:
             raise PreprocessError("empty line: there is nothing to parse (--lenient gives it an empty "
                                   "partition)", src_path, lineno)
@@ -147,7 +160,7 @@ def parse_lines(parser, src_path: str, out_path: str, style: str = "bpe", separa
             bar.update(len(batch_words))
             batch_words.clear()
 
-        for _, words in read_words(src_path, style, separator, start, end):
+        for _, words in read_words(src_path, style, separator, start, end, unescape):
             batch_words.append(words)
             if len(batch_words) == batch:
                 flush()

@@ -131,6 +131,15 @@ def segment_line(line: str, t2s: bool = False, user_dict: Optional[str] = None) 
     return _segmenter(t2s, user_dict).segment(line)
 
 
+def _open_for_writing(path: str, mode: str, name: Optional[str] = None):
+    """`path` opened for writing, its folder made; an error names `name` (the user's file)."""
+    try:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        return open(path, mode, encoding="utf-8")
+    except OSError as e:
+        raise PreprocessError(f"cannot write: {e.strerror}", name or path) from None
+
+
 def segment_file(input_path: str, output_path: str, t2s: bool = False, user_dict: Optional[str] = None,
                  log_path: Optional[str] = None, quiet: bool = False) -> dict:
     """Segment `input_path` into `output_path`, line for line. The input (and the user dictionary)
@@ -143,11 +152,11 @@ def segment_file(input_path: str, output_path: str, t2s: bool = False, user_dict
         raise PreprocessError("--output is the input file; write the segmented text elsewhere", output_path)
     total = check_text(input_path, "the input")
     segmenter = Segmenter(t2s, user_dict)
-    log = open(log_path, "a", encoding="utf-8") if log_path else None
+    log = _open_for_writing(log_path, "a") if log_path else None
     tmp = f"{output_path}.part{os.getpid()}"
     start, tokens, every = time.time(), 0, max(1, total // 20)
     try:
-        with open(tmp, "w", encoding="utf-8") as out, \
+        with _open_for_writing(tmp, "w", output_path) as out, \
                 bar(total=total, unit="line", desc="mgsa-segment-zh", disable=quiet or None) as progress:
             for n, line in lines(input_path, "the input"):
                 words = segmenter.tokens(line)
@@ -173,7 +182,8 @@ def segment_file(input_path: str, output_path: str, t2s: bool = False, user_dict
 
 def get_parser():
     p = argparse.ArgumentParser(prog="mgsa-segment-zh", description=__doc__.split("\n\n")[0])
-    p.add_argument("--input", required=True, metavar="FILE", help="Chinese text, UTF-8 (.gz/.xz too), one sentence a line")
+    p.add_argument("--input", required=True, metavar="FILE",
+                   help="Chinese text, UTF-8 (.gz/.xz too), one sentence a line")
     p.add_argument("--output", required=True, metavar="FILE", help="segmented text, one line per input line")
     p.add_argument("--t2s", action="store_true", help="convert Traditional characters to Simplified first (OpenCC t2s)")
     p.add_argument("--user-dict", metavar="FILE", help="jieba user dictionary: 'word [frequency] [tag]' a line")

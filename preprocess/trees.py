@@ -62,7 +62,10 @@ def iter_tree_texts(lines: Iterable[str], path: str) -> Iterator[Tuple[int, str]
             if not stripped:
                 continue
             if stripped[0] != "(":
-                raise PreprocessError(f"text outside any bracketed tree: {stripped[:40]!r}", path, lineno)
+                raise PreprocessError(f"text outside any bracketed tree: {stripped[:40]!r}"
+                                      + (" (SGML markup: mgsa-train-parser --treebank-format ctb reads the Penn "
+                                         "Chinese Treebank's files as distributed)" if stripped[0] == "<" else ""),
+                                      path, lineno)
             depth = line.count("(") - line.count(")")
             if depth == 0:  # the common case: one tree on one line
                 yield lineno, line

@@ -47,6 +47,35 @@ def make_data_bin(tmp, n_train=160, seed=5, bpe_symbols=40):
     return tmp / "data-bin"
 
 
+def make_chinese_data_bin(tmp, n_train=60, n_valid=16, seed=5, src_symbols=30, tgt_symbols=30):
+    """A tiny Chinese-English corpus as a user prepares one: the grammar's Chinese source (no spaces)
+    segmented by mgsa-segment-zh with its lexicon, separate BPE codes for each side, mgsa-preprocess
+    with the gold trees and without --joined-dictionary (one dictionary per language)."""
+    from subword_nmt.learn_bpe import learn_bpe
+
+    from mgsa_preprocess.cli import main as mgsa_preprocess
+    from mgsa_preprocess.segment_zh import segment_file
+    from mgsa_preprocess.synthetic_zh import write_corpus
+
+    raw, seg = tmp / "raw", tmp / "seg"
+    os.makedirs(seg, exist_ok=True)
+    write_corpus(str(raw), (("train", n_train), ("valid", n_valid)), seed=seed, src="zh", tgt="en")
+    for split in ("train", "valid"):
+        segment_file(str(raw / f"{split}.zh"), str(seg / f"{split}.zh"), user_dict=str(raw / "lexicon.dict"),
+                     quiet=True)
+        for suffix in ("en", "zh.tree"):
+            os.link(raw / f"{split}.{suffix}", seg / f"{split}.{suffix}")
+    for lang, symbols in (("zh", src_symbols), ("en", tgt_symbols)):
+        with open(seg / f"train.{lang}", encoding="utf-8") as text, open(tmp / f"codes.{lang}", "w",
+                                                                          encoding="utf-8") as out:
+            learn_bpe(list(text), out, num_symbols=symbols)
+    mgsa_preprocess(["--source-lang", "zh", "--target-lang", "en", "--trainpref", str(seg / "train"),
+                     "--validpref", str(seg / "valid"), "--trees-suffix", "tree", "--levels", "3",
+                     "--bpe-codes", str(tmp / "codes.zh"), "--tgt-bpe-codes", str(tmp / "codes.en"),
+                     "--destdir", str(tmp / "data-bin"), "--workers", "1", "--no-progress-bar"])
+    return tmp / "data-bin"
+
+
 def train_command(data_bin, save_dir, system, max_update, extra=()):
     _, task, arch, criterion, options = system
     return ["fairseq-train", str(data_bin), "--user-dir", USER_DIR, "--task", task, "--arch", arch, *TINY,

@@ -33,10 +33,12 @@ NUMBERS = {  # name: (lowest, highest, whether the lowest itself is allowed)
     "DROPOUT": (0, 1, True), "LABEL_SMOOTHING": (0, 1, True), "LENPEN": (None, None, True),
     "LEN_RATIO": (0, None, False),
 }
-SWITCHES = ("LOWERCASE", "COMPOUND_SPLIT", "LENIENT", "SKIP_DOWNLOAD", "AGGRESSIVE_DASH")  # 0 off, 1 on
+SWITCHES = ("LOWERCASE", "COMPOUND_SPLIT", "LENIENT", "SKIP_DOWNLOAD", "AGGRESSIVE_DASH", "ZH_T2S",
+            "SEPARATE_VOCAB")  # 0 off, 1 on
 CHOICES = {"STOP_METRIC": ("loss", "bleu"), "DECODE_CHECKPOINT": ("average", "best"), "FP16": ("auto", "0", "1"),
            "PARSER": ("treebank", "stanza"), "MODEL_SIZE": ("base", "big"), "NEWS_COMMENTARY": ("v9", "v12")}
-NOT_EMPTY = ("SRC", "TGT", "WORKDIR", "MULTI30K_TEST", "SEEDS", "SYSTEMS")
+NOT_EMPTY = ("SRC", "TGT", "WORKDIR", "MULTI30K_TEST", "SEEDS", "SYSTEMS", "TEST_SETS")
+SPLIT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*$")  # a file name's part: RAW_DIR/NAME.LANG
 INTEGER = re.compile(r"[0-9]+$")
 
 
@@ -80,6 +82,15 @@ def check_value(name: str, value: str, registry):
         twice = sorted({s for s in seeds if seeds.count(s) > 1})
         if twice:  # the same seed twice is the same run twice: a mean and sd over copies
             return f"names seed {', '.join(map(str, twice))} more than once: each seed is one training run"
+    if name == "TEST_SETS":
+        names = value.split()
+        bad = [n for n in names if not SPLIT_NAME.match(n) or n in ("train", "valid") or re.match(r"test\d+$", n)]
+        if bad:
+            return (f"must be names of test sets separated by spaces (letters, digits, - and _; not train, valid, "
+                    f"or test1, test2 ..., fairseq's names of the binarized test sets): {bad[0]!r} is not one")
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            return f"names {', '.join(twice)} more than once"
     if registry is not None:
         if name in ("SYSTEMS", "MULTI_SEED_SYSTEMS", "SYSTEM"):
             unknown = [s for s in value.split() if s not in registry.SYSTEMS]

@@ -125,19 +125,36 @@ need_files() {
 # PARSER_LANG models in STANZA_DIR unless gold trees are given (TREES_DIR); one path a line.
 download_products() {
   local split lang
-  for split in train valid test; do for lang in "$SRC" "$TGT"; do echo "$RAW_DIR/$split.$lang"; done; done
+  for split in "${SPLITS[@]}"; do for lang in "$SRC" "$TGT"; do echo "$RAW_DIR/$split.$lang"; done; done
   [ -n "$TREES_DIR" ] || echo "$STANZA_DIR/$PARSER_LANG/constituency"
 }
 
-# check_raw: stop unless RAW_DIR holds the parallel splits {train,valid,test}.{SRC,TGT}; log their sizes.
+# check_raw: stop unless RAW_DIR holds the parallel splits {train,valid,TEST_SETS}.{SRC,TGT} (and
+# each further reference of a split as long as it); log their sizes.
 check_raw() {
-  local split lang
-  for split in train valid test; do
+  local split lang ref sizes=""
+  for split in "${SPLITS[@]}"; do
     for lang in "$SRC" "$TGT"; do need_files "$RAW_DIR/$split.$lang"; done
     same_lines "$RAW_DIR/$split.$SRC" "$RAW_DIR/$split.$TGT"
+    for ref in $(extra_refs "$split"); do same_lines "$RAW_DIR/$split.$TGT" "$ref"; done
+    sizes+="${sizes:+, }$(lines "$RAW_DIR/$split.$SRC") $split"
   done
-  log "raw corpus in $RAW_DIR: $(lines "$RAW_DIR/train.$SRC") train, $(lines "$RAW_DIR/valid.$SRC") valid, $(lines "$RAW_DIR/test.$SRC") test pairs"
+  log "raw corpus in $RAW_DIR: $sizes pairs"
 }
+
+# extra_refs SPLIT: the further references of SPLIT beyond RAW_DIR/SPLIT.TGT, one path a line:
+# RAW_DIR/SPLIT.TGT.ref1, .ref2, ... as long as they follow each other.
+extra_refs() {
+  local i=1
+  while [ -f "$RAW_DIR/$1.$TGT.ref$i" ]; do echo "$RAW_DIR/$1.$TGT.ref$i"; i=$((i + 1)); done
+}
+
+# test_subset I: fairseq's name of the I-th (from 0) test set of TEST_SETS in DATA_BIN: test, test1, test2 ...
+test_subset() { if [ "$1" = 0 ]; then echo test; else echo "test$1"; fi; }
+
+# is_zh LANG: true for Chinese, the language whose text is segmented into words (step 02) instead
+# of Moses-tokenized, and never lowercased.
+is_zh() { [ "$1" = zh ]; }
 
 # exit_if_downloaded [SETTINGS [PRODUCT...]]: end the download script (status 0) when
 # SKIP_DOWNLOAD=1 (after checking RAW_DIR) or when the download is done already with the same
@@ -291,4 +308,25 @@ systems_need_trees() {
   read -r -a names <<< "$SYSTEMS"
   [ "${#names[@]}" -gt 0 ] || die "SYSTEMS is empty"
   systems_py needs-trees "${names[@]}"
+}
+
+# install_split TMP_PREFIX SPLIT: the files test_set_text.py wrote as TMP_PREFIX.{SRC,TGT}[.refN]
+# into RAW_DIR as SPLIT.{SRC,TGT}[.refN] (an unchanged file keeps its time: the steps after it are
+# not redone for it); RAW_DIR's further references of SPLIT beyond those go.
+install_split() {
+  local tmp=$1 split=$2 f i=1
+  for f in "$SRC" "$TGT"; do replace_if_changed "$tmp.$f" "$RAW_DIR/$split.$f"; done
+  while [ -f "$tmp.$TGT.ref$i" ]; do replace_if_changed "$tmp.$TGT.ref$i" "$RAW_DIR/$split.$TGT.ref$i"; i=$((i + 1)); done
+  while [ -f "$RAW_DIR/$split.$TGT.ref$i" ]; do rm -f "$RAW_DIR/$split.$TGT.ref$i"; i=$((i + 1)); done
+}
+
+# test_set_to_raw SPLIT SRC_FILE REF_FILE...: a test set's SGML/XML source and references
+# (examples/common/test_set_text.py) into RAW_DIR/SPLIT.{SRC,TGT} and SPLIT.TGT.ref1 ... (install_split).
+test_set_to_raw() {
+  local split=$1 src=$2 tmp=$WORKDIR/orig/text/$1
+  shift 2
+  mkdir -p "$WORKDIR/orig/text" "$RAW_DIR"
+  rm -f "$tmp".*
+  python "$COMMON_DIR/test_set_text.py" --src "$src" --refs "$@" --out "$tmp" --src-lang "$SRC" --tgt-lang "$TGT" || exit 1
+  install_split "$tmp" "$split"
 }

@@ -1,5 +1,6 @@
 # The preamble every recipe script shares: the defaults common to all recipes, then the shared
-# helpers (lib.sh) and the step functions (data_steps.sh: steps 02-05, system_steps.sh: 06-09),
+# helpers (lib.sh) and the step functions (data_steps.sh: steps 02-05, system_steps.sh: 06-09,
+# parser_steps.sh: the Chinese recipes' choice of parser),
 # then the check of the settings. Sourced at the end of a recipe's defaults.sh, which sets the
 # recipe's own settings first (SRC, TGT, WORKDIR, corpus sizes ...: those below may use them, and
 # a recipe may set any of these itself). Every variable can be set by environment.
@@ -11,9 +12,21 @@ SKIP_DOWNLOAD=${SKIP_DOWNLOAD:-0}                 # 1: the raw files are in RAW_
 CONNECT_TIMEOUT=${CONNECT_TIMEOUT:-10}            # seconds
 FROM_STEP=${FROM_STEP:-1}                         # run_all.sh: start at this step
 
+# the test sets (README.md of each recipe): RAW_DIR/NAME.{SRC,TGT} for each NAME, and any further
+# references of NAME as RAW_DIR/NAME.TGT.ref1, NAME.TGT.ref2, ... (NIST's four: NAME.TGT is the first)
+TEST_SETS=${TEST_SETS:-test}
+
+# a Chinese side (SRC or TGT zh): segmented into words once, in step 02 (mgsa-segment-zh), and every
+# later step reads those words; none of the English-only steps (Moses, lowercasing) touches it
+ZH_T2S=${ZH_T2S:-0}                               # 1: Traditional characters converted to Simplified first
+ZH_USER_DICT=${ZH_USER_DICT:-}                    # a jieba user dictionary (one word a line, optional frequency and tag)
+# 1: separate source and target BPE codes (BPE_MERGES each) and dictionaries, embeddings shared only
+# between the decoder's input and output (two scripts share no subwords); 0: joint BPE, one dictionary
+SEPARATE_VOCAB=${SEPARATE_VOCAB:-0}
+
 # parsing (step 3) and phrase files (step 5)
 STANZA_DIR=${STANZA_DIR:-$WORKDIR/stanza_resources}
-PARSER_LANG=${PARSER_LANG:-$SRC}
+if [ "$SRC" = zh ]; then PARSER_LANG=${PARSER_LANG:-zh-hans}; else PARSER_LANG=${PARSER_LANG:-$SRC}; fi   # stanza's names
 TREES_DIR=${TREES_DIR:-}                          # gold trees instead of a parser: no models needed
 PARSER_BATCH_SIZE=${PARSER_BATCH_SIZE:-256}
 SHARD_ID=${SHARD_ID:-}      # set: parse only this shard and stop (one SLURM array task, see README.md)
@@ -55,6 +68,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/data_steps.sh"
 # shellcheck source=system_steps.sh
 source "$(dirname "${BASH_SOURCE[0]}")/system_steps.sh"
+# shellcheck source=parser_steps.sh
+source "$(dirname "${BASH_SOURCE[0]}")/parser_steps.sh"
 
 # check_settings: every setting a step reads (the recipe's variables, from its defaults.sh and the
 # environment), checked before any step works; a bad one stops the script with one line naming

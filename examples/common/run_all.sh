@@ -57,7 +57,7 @@ refuse_step_settings() {
 # run_recipe DIR: the recipe in DIR: steps 01-05 (the data), 06-08 for every system of SYSTEMS
 # and each of its seeds (seeds_of; RUN_JOBS runs at a time), the BLEU files, then step 09 (the table).
 run_recipe() {
-  local dir=$1 system seed run script data=() per_run=() failed=()
+  local dir=$1 system seed run script set data=() per_run=() failed=()
   refuse_step_settings
   # MULTI_SEED_SYSTEMS is exported only when the environment gave it (check_settings.py tells
   # a given list, which must name systems of SYSTEMS, from the recipe's default)
@@ -84,8 +84,10 @@ run_recipe() {
       # a failed run's bleu.txt, if any, is an earlier session's: not shown
       if [ -f "$WORKDIR/logs/$run.failed" ]; then
         failed+=("$run")
-      elif [ -f "$WORKDIR/results/$run/bleu.txt" ]; then
-        cat "$WORKDIR/results/$run/bleu.txt"
+      else
+        for set in "${TEST_NAMES[@]}"; do
+          [ ! -f "$(result_dir "$run" "$set")/bleu.txt" ] || cat "$(result_dir "$run" "$set")/bleu.txt"
+        done
       fi
     done
   done

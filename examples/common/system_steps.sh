@@ -47,8 +47,23 @@ run_settings() {
   else
     kept="PATIENCE=; SAVE_INTERVAL_UPDATES=$SAVE_INTERVAL_UPDATES"
   fi
-  echo "SYSTEM=$SYSTEM; ARCH_SIZE=$ARCH_SIZE; system options=${sys_opts[*]}; SYSTEM_ARGS=${SYSTEM_ARGS:-}; SEED=$SEED; LR=$LR; DROPOUT=$DROPOUT; WEIGHT_DECAY=$WEIGHT_DECAY; WARMUP=$WARMUP; WARMUP_INIT_LR=$WARMUP_INIT_LR; LABEL_SMOOTHING=$LABEL_SMOOTHING; batch=$(( (${GPUS:-0} > 0 ? GPUS : 1) * MAX_TOKENS * UPDATE_FREQ )) tokens; fp16=$half; $kept; AVG_N=$AVG_N; FAIRSEQ_EXTRA=${FAIRSEQ_EXTRA:-}"
+  local vocab=""   # only when set: the runs trained before SEPARATE_VOCAB existed keep their record
+  [ "$SEPARATE_VOCAB" = 1 ] && vocab="; SEPARATE_VOCAB=1"
+  echo "SYSTEM=$SYSTEM; ARCH_SIZE=$ARCH_SIZE; system options=${sys_opts[*]}; SYSTEM_ARGS=${SYSTEM_ARGS:-}; SEED=$SEED; LR=$LR; DROPOUT=$DROPOUT; WEIGHT_DECAY=$WEIGHT_DECAY; WARMUP=$WARMUP; WARMUP_INIT_LR=$WARMUP_INIT_LR; LABEL_SMOOTHING=$LABEL_SMOOTHING; batch=$(( (${GPUS:-0} > 0 ? GPUS : 1) * MAX_TOKENS * UPDATE_FREQ )) tokens; fp16=$half; $kept; AVG_N=$AVG_N; FAIRSEQ_EXTRA=${FAIRSEQ_EXTRA:-}$vocab"
 }
+
+# embedding_options: --share-all-embeddings with one joined dictionary; with SEPARATE_VOCAB=1 (a
+# dictionary per side) the decoder's input and output embeddings alone are shared.
+embedding_options() {
+  if [ "$SEPARATE_VOCAB" = 1 ]; then echo --share-decoder-input-output-embed; else echo --share-all-embeddings; fi
+}
+
+# result_dir RUN TEST: where RUN's translations and scores of the test set TEST (of TEST_SETS) go:
+# results/RUN for the test set named test (the En-De recipes' one), results/RUN/TEST for any other.
+result_dir() { if [ "$2" = test ]; then echo "$WORKDIR/results/$1"; else echo "$WORKDIR/results/$1/$2"; fi; }
+
+# compare_dir TEST: where step 09 writes the table of TEST: results/compare{RUN_SUFFIX}[/TEST], as result_dir.
+compare_dir() { if [ "$1" = test ]; then echo "$WORKDIR/results/compare${RUN_SUFFIX:-}"; else echo "$WORKDIR/results/compare${RUN_SUFFIX:-}/$1"; fi; }
 
 # run_train: step 06 (its marker names the run and MAX_UPDATE), done while its data
 # (data_fingerprint) and every setting of run_settings are those it was made with; else
@@ -119,7 +134,7 @@ step_train() {
   log "training $RUN_NAME: $SYSTEM = ${sys_opts[*]}${sys_extra[*]:+ ${sys_extra[*]}}; ${GPUS:-0} GPUs x max tokens $MAX_TOKENS x update freq $UPDATE_FREQ, lr $LR, dropout $DROPOUT, $MAX_UPDATE updates${PATIENCE:+ at most (stopped after $PATIENCE validations every $VALID_INTERVAL updates without a better $STOP_METRIC)}${fp16_flag:+, fp16} -> $CKPT_DIR"
   # shellcheck disable=SC2086  # $fp16_flag is empty or one word
   fairseq-train "$DATA_BIN" --user-dir "$USER_DIR" "${sys_opts[@]}" "${sys_extra[@]}" \
-    --source-lang "$SRC" --target-lang "$TGT" --share-all-embeddings --dropout "$DROPOUT" \
+    --source-lang "$SRC" --target-lang "$TGT" "$(embedding_options)" --dropout "$DROPOUT" \
     --optimizer adam --adam-betas '(0.9, 0.98)' --adam-eps 1e-9 --clip-norm 0.0 --weight-decay "$WEIGHT_DECAY" \
     --lr "$LR" --lr-scheduler inverse_sqrt --warmup-updates "$WARMUP" --warmup-init-lr "$WARMUP_INIT_LR" \
     --label-smoothing "$LABEL_SMOOTHING" \
@@ -131,18 +146,19 @@ step_train() {
 }
 
 # 07: the checkpoint to decode: with DECODE_CHECKPOINT=average the average of the last AVG_N
-# checkpoints, with DECODE_CHECKPOINT=best the one with the best validation loss; translate the
-# test set (beam BEAM, length penalty LENPEN) and keep the hypotheses in test order
-# (fairseq-generate's log, with its speed, in generate-test.log). Redone only when training went
-# on since (checkpoint_last.pt newer than the checkpoint decoded).
+# checkpoints, with DECODE_CHECKPOINT=best the one with the best validation loss; translate each
+# test set of TEST_SETS (beam BEAM, length penalty LENPEN) and keep the hypotheses in test order
+# (fairseq-generate's log, with its speed, in generate-test.log), in result_dir RUN TEST. Redone
+# only when training went on since (checkpoint_last.pt newer than the checkpoint decoded).
 step_average_and_generate() {
   need fairseq-generate "install fairseq-mgsa (bash scripts/install.sh)"
   check_user_dir
-  local out=$WORKDIR/results/$RUN_NAME avg=$CKPT_DIR/checkpoint_avg$AVG_N.pt task
+  local avg=$CKPT_DIR/checkpoint_avg$AVG_N.pt task i name todo=() out
   local extra=() fp16_flag
   task=$(system_field "$SYSTEM" task) || exit 1
   split_words GEN_EXTRA extra
-  need_files "$CKPT_DIR/checkpoint_last.pt" "$WORKDIR/tok/test.$TGT"
+  need_files "$CKPT_DIR/checkpoint_last.pt"
+  for name in "${TEST_NAMES[@]}"; do need_files "$WORKDIR/tok/$name.$TGT"; done
   case "$DECODE_CHECKPOINT" in
     average) ;;
     best) avg=$CKPT_DIR/checkpoint_best.pt; need_files "$avg" ;;
@@ -152,42 +168,52 @@ step_average_and_generate() {
   # what the hypotheses depend on besides the checkpoint and the test set (results/RUN/decode_settings)
   local settings="DECODE_CHECKPOINT=$DECODE_CHECKPOINT; AVG_N=$AVG_N; BEAM=$BEAM; LENPEN=$LENPEN; fp16=${fp16_flag:+1}; GEN_EXTRA=${GEN_EXTRA:-}" old
   [ "$DECODE_CHECKPOINT" = average ] || settings=${settings/; AVG_N=$AVG_N/}
-  old=$(cat "$out/decode_settings" 2>/dev/null || true)
-  if [ -f "$out/hyp.tok" ] && [ "$old" != "$settings" ]; then
-    log "07: decoding again: $out/hyp.tok was made with $(settings_change "${old:-settings not recorded}" "$settings")"
-  elif { [ "$avg" -nt "$CKPT_DIR/checkpoint_last.pt" ] || [ "$DECODE_CHECKPOINT" = best ]; } \
-      && [ "$out/hyp.tok" -nt "$CKPT_DIR/checkpoint_last.pt" ] && [ "$out/hyp.tok" -nt "$avg" ] \
-      && [ "$out/hyp.tok" -nt "$DATA_BIN/test.$SRC-$TGT.$SRC.bin" ]; then
-    if [ "$DECODE_CHECKPOINT" = average ]; then
-      log "07_average_and_generate: done already ($out/hyp.tok is newer than $avg, itself newer than the last checkpoint)"
-    else
-      log "07_average_and_generate: done already ($out/hyp.tok is newer than $avg and the last checkpoint)"
+  for i in "${!TEST_NAMES[@]}"; do
+    name=${TEST_NAMES[$i]}
+    out=$(result_dir "$RUN_NAME" "$name")
+    old=$(cat "$out/decode_settings" 2>/dev/null || true)
+    if [ -f "$out/hyp.tok" ] && [ "$old" != "$settings" ]; then
+      log "07: decoding again: $out/hyp.tok was made with $(settings_change "${old:-settings not recorded}" "$settings")"
+    elif { [ "$avg" -nt "$CKPT_DIR/checkpoint_last.pt" ] || [ "$DECODE_CHECKPOINT" = best ]; } \
+        && [ "$out/hyp.tok" -nt "$CKPT_DIR/checkpoint_last.pt" ] && [ "$out/hyp.tok" -nt "$avg" ] \
+        && [ "$out/hyp.tok" -nt "$DATA_BIN/$(test_subset "$i").$SRC-$TGT.$SRC.bin" ]; then
+      if [ "$DECODE_CHECKPOINT" = average ]; then
+        log "07_average_and_generate: done already ($out/hyp.tok is newer than $avg, itself newer than the last checkpoint)"
+      else
+        log "07_average_and_generate: done already ($out/hyp.tok is newer than $avg and the last checkpoint)"
+      fi
+      continue
     fi
-    return 0
-  fi
-  mkdir -p "$out"
-  rm -f "$out/decode_settings"
+    todo+=("$i")
+  done
+  [ "${#todo[@]}" -gt 0 ] || return 0
   if [ "$DECODE_CHECKPOINT" = average ]; then
     python "$COMMON_DIR/average_checkpoints.py" "$CKPT_DIR" --num "$AVG_N" --output "$avg"
   fi
-  log "translating the test set with $avg"
-  # --required-batch-size-multiple 1: fairseq drops a last batch smaller than the
-  # multiple (8 by default), which would silently skip test sentences.
-  # shellcheck disable=SC2086  # $fp16_flag is empty or one word
-  fairseq-generate "$DATA_BIN" --user-dir "$USER_DIR" --task "$task" --source-lang "$SRC" --target-lang "$TGT" \
-    --gen-subset test --path "$avg" --beam "$BEAM" --lenpen "$LENPEN" --max-tokens "$GEN_MAX_TOKENS" \
-    --required-batch-size-multiple 1 --remove-bpe --no-progress-bar $fp16_flag "${extra[@]}" \
-    > "$out/generate-test.txt.partial" 2> >(tee "$out/generate-test.log" >&2) \
-    || die "fairseq-generate failed: see $out/generate-test.txt.partial"
-  mv "$out/generate-test.txt.partial" "$out/generate-test.txt"
-  # H-<id>\t<score>\t<tokens>, in the order fairseq finished them: back into test order
-  grep '^H-' "$out/generate-test.txt" | cut -c3- | sort -n -k1,1 | cut -f3- > "$out/hyp.tok.partial" || true
-  local n_hyp n_ref
-  n_hyp=$(lines "$out/hyp.tok.partial"); n_ref=$(lines "$WORKDIR/tok/test.$TGT")
-  [ "$n_hyp" = "$n_ref" ] || die "$out/generate-test.txt has $n_hyp hypotheses for the $n_ref sentences of $WORKDIR/tok/test.$TGT"
-  mv "$out/hyp.tok.partial" "$out/hyp.tok"
-  echo "$settings" > "$out/decode_settings"
-  log "$n_hyp hypotheses -> $out/hyp.tok"
+  for i in "${todo[@]}"; do
+    name=${TEST_NAMES[$i]}
+    out=$(result_dir "$RUN_NAME" "$name")
+    mkdir -p "$out"
+    rm -f "$out/decode_settings"
+    if [ "$name" = test ]; then log "translating the test set with $avg"; else log "translating the test set $name with $avg"; fi
+    # --required-batch-size-multiple 1: fairseq drops a last batch smaller than the
+    # multiple (8 by default), which would silently skip test sentences.
+    # shellcheck disable=SC2086  # $fp16_flag is empty or one word
+    fairseq-generate "$DATA_BIN" --user-dir "$USER_DIR" --task "$task" --source-lang "$SRC" --target-lang "$TGT" \
+      --gen-subset "$(test_subset "$i")" --path "$avg" --beam "$BEAM" --lenpen "$LENPEN" --max-tokens "$GEN_MAX_TOKENS" \
+      --required-batch-size-multiple 1 --remove-bpe --no-progress-bar $fp16_flag "${extra[@]}" \
+      > "$out/generate-test.txt.partial" 2> >(tee "$out/generate-test.log" >&2) \
+      || die "fairseq-generate failed: see $out/generate-test.txt.partial"
+    mv "$out/generate-test.txt.partial" "$out/generate-test.txt"
+    # H-<id>\t<score>\t<tokens>, in the order fairseq finished them: back into test order
+    grep '^H-' "$out/generate-test.txt" | cut -c3- | sort -n -k1,1 | cut -f3- > "$out/hyp.tok.partial" || true
+    local n_hyp n_ref
+    n_hyp=$(lines "$out/hyp.tok.partial"); n_ref=$(lines "$WORKDIR/tok/$name.$TGT")
+    [ "$n_hyp" = "$n_ref" ] || die "$out/generate-test.txt has $n_hyp hypotheses for the $n_ref sentences of $WORKDIR/tok/$name.$TGT"
+    mv "$out/hyp.tok.partial" "$out/hyp.tok"
+    echo "$settings" > "$out/decode_settings"
+    log "$n_hyp hypotheses -> $out/hyp.tok"
+  done
 }
 
 # bleu_line NAME JSON: "NAME: score (details; signature)" from sacrebleu's JSON output.
@@ -199,22 +225,33 @@ print(f"{sys.argv[1]}: {r['score']:.2f} ({r['verbose_score']}; {r['signature']})
 PY
 }
 
-# 08: tokenized BLEU (the Moses tokens of hypotheses and references; with COMPOUND_SPLIT=1,
-# hyphenated compounds split as Vaswani et al. did; sacrebleu --tokenize none) and
-# detokenized sacreBLEU against the raw references.
+# 08: for each test set of TEST_SETS, tokenized BLEU (the Moses tokens of hypotheses and
+# references; with COMPOUND_SPLIT=1, hyphenated compounds split as Vaswani et al. did; sacrebleu
+# --tokenize none) and detokenized sacreBLEU against the raw references, with every reference the
+# test set has (RAW_DIR/NAME.TGT and NAME.TGT.ref1 ...).
 step_score() {
   need sacrebleu "pip install sacrebleu"
   need sacremoses "pip install sacremoses"
-  local out=$WORKDIR/results/$RUN_NAME lc=() name="tokenized BLEU" detok_name="detokenized sacreBLEU"
-  need_files "$out/hyp.tok" "$WORKDIR/tok/test.$TGT" "$RAW_DIR/test.$TGT"
+  local name
+  for name in "${TEST_NAMES[@]}"; do score_test_set "$name"; done
+}
+
+# score_test_set NAME: step 08 for the test set NAME -> result_dir RUN NAME/bleu.txt.
+score_test_set() {
+  local set=$1 out lc=() name="tokenized BLEU" detok_name="detokenized sacreBLEU" raw_refs=() tok_refs=() ref i
+  out=$(result_dir "$RUN_NAME" "$set")
+  raw_refs=("$RAW_DIR/$set.$TGT")
+  mapfile -t -O 1 raw_refs < <(extra_refs "$set")
+  for ref in "${raw_refs[@]}"; do tok_refs+=("$WORKDIR/tok/${ref#"$RAW_DIR"/}"); done
+  need_files "$out/hyp.tok" "${tok_refs[@]}" "${raw_refs[@]}"
   # what the scores depend on besides the files (results/RUN/score_settings)
-  local settings old
-  settings="LOWERCASE=$LOWERCASE; COMPOUND_SPLIT=$COMPOUND_SPLIT; references=$(marker_paths "$RAW_DIR/test.$TGT")"
+  local settings old newer=1
+  settings="LOWERCASE=$LOWERCASE; COMPOUND_SPLIT=$COMPOUND_SPLIT; references=$(marker_paths "${raw_refs[@]}" | paste -sd' ')"
   old=$(cat "$out/score_settings" 2>/dev/null || true)
+  for ref in "$out/hyp.tok" "${raw_refs[@]}" "${tok_refs[@]}"; do [ "$out/bleu.txt" -nt "$ref" ] || newer=0; done
   if [ -f "$out/bleu.txt" ] && [ "$old" != "$settings" ]; then
     log "08: scoring again: $out/bleu.txt was made with $(settings_change "${old:-settings not recorded}" "$settings")"
-  elif [ "$out/bleu.txt" -nt "$out/hyp.tok" ] && [ "$out/bleu.txt" -nt "$RAW_DIR/test.$TGT" ] \
-      && [ "$out/bleu.txt" -nt "$WORKDIR/tok/test.$TGT" ]; then
+  elif [ "$newer" = 1 ]; then
     log "08_score: done already ($out/bleu.txt is newer than $out/hyp.tok and the references)"
     cat "$out/bleu.txt"
     return 0
@@ -224,19 +261,25 @@ step_score() {
     name="$name (lowercased)"
     detok_name="$detok_name (lowercased)"
   fi
+  local bleu_refs=()
+  for i in "${!tok_refs[@]}"; do
+    bleu_refs[i]=$out/ref.tok.bleu
+    [ "$i" = 0 ] || bleu_refs[i]+=".$i"
+    if [ "$COMPOUND_SPLIT" = 1 ]; then compound_split < "${tok_refs[i]}" > "${bleu_refs[i]}"; else cp "${tok_refs[i]}" "${bleu_refs[i]}"; fi
+  done
   if [ "$COMPOUND_SPLIT" = 1 ]; then
     compound_split < "$out/hyp.tok" > "$out/hyp.tok.bleu"
-    compound_split < "$WORKDIR/tok/test.$TGT" > "$out/ref.tok.bleu"
     name="$name, compounds split"
   else
     cp "$out/hyp.tok" "$out/hyp.tok.bleu"
-    cp "$WORKDIR/tok/test.$TGT" "$out/ref.tok.bleu"
   fi
   sacremoses -l "$TGT" -q detokenize < "$out/hyp.tok" > "$out/hyp.detok"
-  sacrebleu "$out/ref.tok.bleu" -i "$out/hyp.tok.bleu" -m bleu --tokenize none -w 2 -f json > "$out/bleu.tok.json"
-  sacrebleu "$RAW_DIR/test.$TGT" -i "$out/hyp.detok" -m bleu "${lc[@]}" -w 2 -f json > "$out/bleu.detok.json"
+  sacrebleu "${bleu_refs[@]}" -i "$out/hyp.tok.bleu" -m bleu --tokenize none -w 2 -f json > "$out/bleu.tok.json"
+  sacrebleu "${raw_refs[@]}" -i "$out/hyp.detok" -m bleu "${lc[@]}" -w 2 -f json > "$out/bleu.detok.json"
+  local what="test set"
+  [ "$set" = test ] || what="test set $set"
   {
-    echo "run: $RUN_NAME (system $SYSTEM, seed $SEED), test set: $(lines "$out/hyp.tok") sentences"
+    echo "run: $RUN_NAME (system $SYSTEM, seed $SEED), $what: $(lines "$out/hyp.tok") sentences$([ "${#raw_refs[@]}" = 1 ] || echo ", ${#raw_refs[@]} references")"
     bleu_line "$name" "$out/bleu.tok.json"
     bleu_line "$detok_name" "$out/bleu.detok.json"
   } > "$out/bleu.txt.partial"
@@ -265,10 +308,12 @@ seeds_of() {
 # 09: mgsa-compare (fairseq_mgsa/analysis/compare/) of every system of SYSTEMS, each of its
 # seeds (seeds_of), against BASELINE (default transformer when it is in SYSTEMS, else the first; another
 # BASELINE naming no system of SYSTEMS stops with mgsa-compare's one-line error), on the
-# detokenized hypotheses and the raw references (lowercased with LOWERCASE=1), into
-# results/compare{RUN_SUFFIX}: the table (also printed), JSON, plots and compare-mt's report.
+# detokenized hypotheses and every raw reference (lowercased with LOWERCASE=1), for each test set
+# of TEST_SETS into compare_dir TEST: the table (also printed), JSON, plots and compare-mt's
+# report; with several test sets, then one table of them all (test_sets_table.py: the papers'
+# layout, a column per test set and their average) in results/compare{RUN_SUFFIX}/test_sets.md.
 step_compare() {
-  local names=() args=() lc=() name seed_n dir dirs baseline
+  local names=() args=() lc=() name seed_n dir dirs baseline set refs=() ref out outs=()
   read -r -a names <<< "$SYSTEMS"
   if [ "${#names[@]}" -lt 2 ]; then
     log "09_compare: one system ($SYSTEMS): nothing to compare it with"
@@ -281,18 +326,29 @@ step_compare() {
     baseline=${names[0]}
     log "BASELINE transformer is not among SYSTEMS (${names[*]}): the baseline is $baseline"
   fi
-  need_files "$RAW_DIR/test.$TGT"
-  for name in "${names[@]}"; do
-    dirs=""
-    for seed_n in $(seeds_of "$name"); do
-      dir=$WORKDIR/results/$(run_name "$name" "$seed_n")
-      need_files "$dir/hyp.detok"
-      dirs+="${dirs:+,}$dir"
-    done
-    args+=(--system "$name=$dirs")
-  done
   [ "$LOWERCASE" = 1 ] && lc=(--lowercase)
-  log "comparing ${names[*]} (seeds ${SEEDS:-1}) against $baseline -> $WORKDIR/results/compare${RUN_SUFFIX:-}"
-  python -m fairseq_mgsa.analysis.compare --ref "$RAW_DIR/test.$TGT" "${args[@]}" --baseline "$baseline" \
-    "${lc[@]}" --out "$WORKDIR/results/compare${RUN_SUFFIX:-}"
+  for set in "${TEST_NAMES[@]}"; do
+    need_files "$RAW_DIR/$set.$TGT"
+    refs=(--ref "$RAW_DIR/$set.$TGT")
+    for ref in $(extra_refs "$set"); do refs+=(--ref "$ref"); done
+    args=()
+    for name in "${names[@]}"; do
+      dirs=""
+      for seed_n in $(seeds_of "$name"); do
+        dir=$(result_dir "$(run_name "$name" "$seed_n")" "$set")
+        need_files "$dir/hyp.detok"
+        dirs+="${dirs:+,}$dir"
+      done
+      args+=(--system "$name=$dirs")
+    done
+    out=$(compare_dir "$set")
+    outs+=("$set=$out")
+    log "comparing ${names[*]} (seeds ${SEEDS:-1}) against $baseline on $set ($(( ${#refs[@]} / 2 )) reference$([ "${#refs[@]}" = 2 ] || echo s)) -> $out"
+    python -m fairseq_mgsa.analysis.compare "${refs[@]}" "${args[@]}" --baseline "$baseline" "${lc[@]}" --out "$out" \
+      || exit 1
+  done
+  if [ "${#TEST_NAMES[@]}" -gt 1 ]; then
+    python "$COMMON_DIR/test_sets_table.py" --out "$WORKDIR/results/compare${RUN_SUFFIX:-}/test_sets.md" "${outs[@]}" \
+      || exit 1
+  fi
 }

@@ -29,6 +29,7 @@ from fairseq.models.transformer import (
 from fairseq.modules.checkpoint_activations import checkpoint_wrapper
 from omegaconf import DictConfig, OmegaConf
 
+from .. import shared_embeddings
 from ..errors import MGSAError
 
 # fairseq's sizes, by the suffix of the plugin's architecture names: base (d 512, ffn 2048,
@@ -89,6 +90,7 @@ class MethodTransformerModel(TransformerModel):
     def build_model(cls, args, task):
         args = cls.as_namespace(args)
         cls.fill_defaults(args)
+        shared_embeddings.check_task(args, task)  # one line naming the dictionaries, not fairseq's traceback
         return super().build_model(args, task)
 
     @classmethod

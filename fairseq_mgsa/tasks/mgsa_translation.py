@@ -22,6 +22,7 @@ from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask
 from mgsa_preprocess.phrase_files import phrase_prefix, tag_dictionary_path
 
+from .. import shared_embeddings
 from ..data.inference_phrases import InferencePhraseDataset, PhraseAnnotator
 from ..data.phrase_pair_dataset import PhrasePairDataset, load_phrase_file
 from ..errors import MGSAError
@@ -173,6 +174,7 @@ class MGSATranslationTask(TranslationTask):
                 f"--levels {self.required_levels} (or more) on this split")
 
     def build_model(self, cfg, from_checkpoint=False):
+        shared_embeddings.check_task(cfg, self)  # fairseq's own Transformer too, under this task
         model = super().build_model(cfg, from_checkpoint)
         # the model says how many tree levels it reads (syntactic MG-SA); others read none
         self.required_levels = getattr(model, "tree_levels", 0)

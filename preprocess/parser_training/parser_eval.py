@@ -61,12 +61,14 @@ def main(argv=None):
     p = argparse.ArgumentParser(prog="python -m mgsa_preprocess.parser_training.parser_eval", description=__doc__.split("\n\n")[0])
     p.add_argument("--model", required=True, metavar="DIR", help="a directory written by mgsa-train-parser")
     p.add_argument("--trees", required=True, metavar="FILE", help="gold trees (bracketed; a tree may span lines)")
+    p.add_argument("--treebank-format", choices=("ptb", "ctb", "sinica"), default="ptb",
+                   help="how --trees is written (as mgsa-train-parser's option)")
     p.add_argument("--out", metavar="FILE", help="write the scores here as JSON")
     p.add_argument("--parsed", metavar="FILE", help="write the parsed trees here, one a line")
     p.add_argument("--threads", type=int, default=1, help="torch threads while parsing (default: 1)")
     a = p.parse_args(argv)
     try:
-        trees, _ = read_treebank(a.trees)
+        trees, _ = read_treebank(a.trees, fmt=a.treebank_format)
         scores, parsed = evaluate(a.model, trees, threads=a.threads)
     except PreprocessError as e:
         sys.exit(f"parser_eval: error: {e}")

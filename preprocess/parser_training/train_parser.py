@@ -1,7 +1,8 @@
 """``mgsa-train-parser``: train stanza's POS tagger and constituency parser on a treebank, offline.
 
 For a language or domain without a downloadable stanza model, or on a machine that
-cannot download stanza's models, from PTB-format treebank files:
+cannot download stanza's models, from bracketed treebank files (or, with --treebank-format, the
+Penn Chinese Treebank's files as distributed or the Sinica Treebank's ICG lines: treebank.py):
 
     mgsa-train-parser --train train.mrg --dev dev.mrg --out parser/
     mgsa-preprocess ... --parser stanza --stanza-dir parser/
@@ -41,7 +42,7 @@ from ..errors import PreprocessError
 from ..stanza_model import FILES, check_out_dir, install_model, model_files, staging_dir, write_record
 from .stanza_offline import EpochProgress, stanza_offline
 from .stopping import Plateau, StopTraining, tagger_stopping
-from .treebank import check_dev_labels, read_treebank, write_conllu
+from .treebank import FORMATS, read_inputs, read_treebank, write_conllu
 from .word_vectors import check_text, check_vectors, random_vectors, train_word2vec, write_pretrain
 
 TAGGER_EVALS = 10  # the tagger's default step cap, in dev evaluations (tagger_schedule)
@@ -60,7 +61,8 @@ def default_parser_epochs(train_trees: int, batch_size: int) -> int:
 def get_parser():
     p = argparse.ArgumentParser(
         prog="mgsa-train-parser",
-        description="Train stanza's POS tagger and constituency parser on PTB-format treebank files, offline, into "
+        description="Train stanza's POS tagger and constituency parser on treebank files (bracketed; or the Penn "
+                    "Chinese Treebank as distributed, or the Sinica Treebank's ICG lines: --treebank-format), offline, into "
                     "one directory that mgsa-preprocess --parser stanza --stanza-dir DIR and fairseq-interactive "
                     "--stanza-dir DIR load. Defaults chosen on the Penn Treebank's WSJ sample (3,114 training trees; "
                     "docs/benchmarks-parser.md): a small model (hidden size 64, the tagger's 128); the tagger and the parser each "
@@ -74,7 +76,16 @@ def get_parser():
     p.add_argument("--out", required=True, metavar="DIR",
                    help="model directory to write: a new or empty folder, or one this command wrote, in which only "
                         "the files it made are replaced (its record lists them); never a folder holding an input")
-    p.add_argument("--lang", default="xx", help="language code stored with the model (default: xx)")
+    p.add_argument("--lang", default="xx",
+                   help="language code stored with the model and given to stanza's trainers and pipeline (default: xx; "
+                        "zh for Chinese: the trees' leaves are then the words of segmented text, which mgsa-preprocess "
+                        "gives the parser as they are)")
+    p.add_argument("--treebank-format", choices=FORMATS, default="ptb",
+                   help="how --train, --dev and --test are written: ptb, bracketed trees (default); ctb, the Penn "
+                        "Chinese Treebank as distributed (SGML wrappers such as <DOC> and <S ID=1> removed, then "
+                        "normalised as ptb: -NONE- elements, function tags IP-HLN, NP-SBJ-1); sinica, the Sinica "
+                        "Treebank's ICG lines (NLTK's sample: roles dropped, words to Simplified characters, "
+                        "docs/preprocessing.md). What was removed is counted in the record ('normalisation')")
     vec = p.add_mutually_exclusive_group()
     vec.add_argument("--wordvec-text", metavar="FILE",
                      help="learn word vectors from this text (gensim word2vec; one sentence a line, tokenized as the "
@@ -167,7 +178,7 @@ def _check(a):
     if a.wordvec:
         check_vectors(a.wordvec)
     if a.test:
-        read_treebank(a.test)  # a bad test file fails now, not after the training
+        read_treebank(a.test, fmt=a.treebank_format)  # a bad test file fails now, not after the training
     return replaces
 
 
@@ -295,24 +306,6 @@ def train_parser(a, data, model_dir, files, common, hidden, record) -> None:
             + "): more epochs may give a better parser")
 
 
-def read_inputs(a):
-    """The training and dev trees, read and checked (dev labels the training trees lack) before
-    anything is written."""
-    keep = a.one_word_constituents == "keep"
-    train_trees, train_stats = read_treebank(a.train, keep)
-    dev_trees, dev_stats = read_treebank(a.dev, keep)
-    n_dev = len(dev_trees)
-    dev_trees, unseen = check_dev_labels(train_trees, dev_trees, a.train, a.dev, a.unseen_dev_labels == "drop", keep)
-    if unseen:
-        if not dev_trees:
-            raise PreprocessError("no dev tree left after --unseen-dev-labels drop", a.dev)
-        print(f"[mgsa-train-parser] --unseen-dev-labels drop: dropped {n_dev - len(dev_trees)} of {n_dev} dev trees "
-              f"with constituent labels the training trees lack ("
-              + ", ".join(f"{k} in {n}" for k, n in unseen.items()) + ")", flush=True)
-    return train_trees, dev_trees, {"trees": n_dev - len(dev_trees), "by_unseen_label": unseen}, \
-        {"train": train_stats, "dev": dev_stats}
-
-
 def train(a) -> dict:
     import torch
 
@@ -363,7 +356,7 @@ def train(a) -> dict:
     pipeline = load_pipeline(new)
     record["dev"], _ = evaluate(new, dev_trees, pipeline, a.threads)
     if a.test:
-        test_trees, _ = read_treebank(a.test)
+        test_trees, _ = read_treebank(a.test, fmt=a.treebank_format)
         record["test"], _ = evaluate(new, test_trees, pipeline, a.threads)
         record["test"]["file"] = os.path.abspath(a.test)
     record["seconds"] = round(time.time() - start, 1)

@@ -7,6 +7,12 @@ evalb's convention, and mgsa-preprocess collapses them when it reads the parser'
 
 Constituent labels of the dev trees that the (normalised) training trees lack are an
 error before any training: stanza would stop on them only after the tagger has trained.
+
+Formats (--treebank-format): `ptb`, bracketed trees; `ctb`, the Penn Chinese Treebank as
+distributed, bracketed trees inside SGML wrappers (<DOC>, <TEXT>, <P>, <S ID=1>, and metadata
+elements such as <DOCID>, <HEADER>, <DATE>, whose text is dropped; ctb.py), then normalised as
+`ptb` (empty elements, function tags and indices: IP-HLN, NP-SBJ-1 -> IP, NP); `sinica`, the
+Sinica Treebank's ICG lines (sinica.py).
 """
 
 import re
@@ -45,13 +51,34 @@ class Tree(NamedTuple):
     raw: str  # the tree as the file writes it (evalb's convention scores against this)
 
 
-def read_treebank(path: str, keep_one_word: bool = False):
+FORMATS = ("ptb", "ctb", "sinica")
+
+
+def tree_texts(path: str, fmt: str = "ptb", extra: dict = None):
+    """(line, bracketed tree text) of a treebank file in format `fmt`; `extra` gets the counts of
+    what the format's reader removed or converted (SGML lines, roles, ...)."""
+    extra = {} if extra is None else extra
+    if fmt == "ptb":
+        # read by text_files.lines: a missing or non-UTF-8 file is one line naming it (and the line)
+        return iter_tree_texts((line for _, line in lines(path, "the treebank")), path)
+    if fmt == "ctb":
+        from .ctb import strip_sgml
+        return iter_tree_texts(strip_sgml(path, extra), path)
+    if fmt == "sinica":
+        from .sinica import read_sinica
+        trees, report = read_sinica(path)
+        extra.update((k, v) for k, v in report.items() if isinstance(v, int))
+        return ((t.line, t.tree) for t in trees)
+    raise ValueError(f"unknown treebank format {fmt!r}")
+
+
+def read_treebank(path: str, keep_one_word: bool = False, fmt: str = "ptb"):
     """Normalised trees of a treebank file (one-word constituents kept if `keep_one_word`): [Tree], stats."""
     stats = TreeStats()
     out = []
     empty = 0
-    # read by text_files.lines: a missing or non-UTF-8 file is one line naming it (and the line)
-    for line, text in iter_tree_texts((line for _, line in lines(path, "the treebank")), path):
+    extra = {}
+    for line, text in tree_texts(path, fmt, extra):
         top, leaves = parse_tree(text, path, line, stats, keep_one_word)  # BadTree / PreprocessError name file and line
         if top is None:
             empty += 1
@@ -70,20 +97,21 @@ def read_treebank(path: str, keep_one_word: bool = False):
         out.append(Tree(f"(ROOT {bracketed(top, leaves)})", words, tags, line, frozenset(labels), text))
     if not out:
         raise PreprocessError("no tree with words in this file", path)
-    return out, dict(stats.as_dict(), empty_trees_skipped=empty)
+    return out, dict(stats.as_dict(), empty_trees_skipped=empty, **extra)
 
 
 _INNER_LABEL = re.compile(r"\(\s*([^\s()]+)\s*\(")  # a label followed by a bracket: not a pre-terminal
 
 
-def raw_label_counts(path: str) -> Counter:
+def raw_label_counts(path: str, fmt: str = "ptb") -> Counter:
     """Constituent labels as the file writes them (function tags stripped), before the
     normalisation drops constituents over one word or over empty elements only."""
-    text = "".join(line for _, line in lines(path, "the treebank"))
+    text = "".join(t for _, t in tree_texts(path, fmt))
     return Counter(strip_label(m) for m in _INNER_LABEL.findall(text))
 
 
-def check_dev_labels(train_trees, dev_trees, train_path: str, dev_path: str, drop: bool, keep_one_word=False):
+def check_dev_labels(train_trees, dev_trees, train_path: str, dev_path: str, drop: bool, keep_one_word=False,
+                     fmt: str = "ptb"):
     """The dev trees whose labels all occur in the training trees; an error naming the first
     other one, unless `drop`. Returns (dev trees kept, {label: dropped trees with it})."""
     known = frozenset().union(*(t.labels for t in train_trees))
@@ -92,7 +120,7 @@ def check_dev_labels(train_trees, dev_trees, train_path: str, dev_path: str, dro
     if unseen and not drop:
         first = unseen[0]
         label = min(first.labels - known)
-        raw = raw_label_counts(train_path)[label]
+        raw = raw_label_counts(train_path, fmt)[label]
         why = (f"{train_path} has {label} {raw} times, but each over empty elements only, which the "
                f"normalisation removes" if raw and keep_one_word else
                f"{train_path} has {label} {raw} times, but each over a single word or over empty elements only, "
@@ -115,3 +143,27 @@ def write_conllu(trees, path: str) -> None:
                 head = "0\troot" if i == 1 else "1\tdep"
                 f.write(f"{i}\t{w}\t_\t{t}\t{t}\t_\t{head}\t_\t_\n")
             f.write("\n")
+
+
+def read_inputs(a):
+    """The training and dev trees, read and checked (dev labels the training trees lack) before
+    anything is written."""
+    keep = a.one_word_constituents == "keep"
+    fmt = a.treebank_format
+    train_trees, train_stats = read_treebank(a.train, keep, fmt)
+    dev_trees, dev_stats = read_treebank(a.dev, keep, fmt)
+    if fmt != "ptb":
+        print(f"[mgsa-train-parser] {fmt} treebank, what the reading removed or converted: "
+              + "; ".join(f"{name}: " + ", ".join(f"{k} {v}" for k, v in stats.items() if v)
+                          for name, stats in ((a.train, train_stats), (a.dev, dev_stats))), flush=True)
+    n_dev = len(dev_trees)
+    dev_trees, unseen = check_dev_labels(train_trees, dev_trees, a.train, a.dev, a.unseen_dev_labels == "drop", keep,
+                                         fmt)
+    if unseen:
+        if not dev_trees:
+            raise PreprocessError("no dev tree left after --unseen-dev-labels drop", a.dev)
+        print(f"[mgsa-train-parser] --unseen-dev-labels drop: dropped {n_dev - len(dev_trees)} of {n_dev} dev trees "
+              f"with constituent labels the training trees lack ("
+              + ", ".join(f"{k} in {n}" for k, n in unseen.items()) + ")", flush=True)
+    return train_trees, dev_trees, {"trees": n_dev - len(dev_trees), "by_unseen_label": unseen}, \
+        {"train": train_stats, "dev": dev_stats}

@@ -62,3 +62,21 @@ def test_out_that_would_write_over_an_input_is_refused(tmp_path):
                            f"train.mrg over this input: give --out another folder\n")
     assert [p.name for p in (tmp_path / "split").iterdir()] == ["train.mrg"]
     assert (tmp_path / "split" / "train.mrg").read_text() == trees
+
+
+def test_ctb_files_with_their_sgml(tmp_path):
+    trees = tmp_path / "bracketed"
+    trees.mkdir()
+    tree = "( (IP (NP-SBJ (NN 工人{i})) (VP (VV 欢迎)) (PU 。)) )"
+    (trees / "chtb_0002.fid").write_text("<DOC>\n<DOCID>CHTB_0002</DOCID>\n<TEXT>\n<S ID=3>\n" + tree.format(i=3)
+                                         + "\n</S>\n</TEXT>\n</DOC>\n", encoding="utf-8")
+    (trees / "chtb_0001.fid").write_text("<DOC>\n<TEXT>\n" + "".join(f"<S ID={i}> {tree.format(i=i)} </S>\n"
+                                                                     for i in range(3)) + "</TEXT>\n</DOC>\n",
+                                         encoding="utf-8")
+    proc = run("--trees", trees, "--out", tmp_path / "split", "--dev", 1, "--test", 1, "--treebank-format", "ctb")
+    assert proc.returncode == 0, proc.stderr
+    parts = {n: (tmp_path / "split" / f"{n}.mrg").read_text(encoding="utf-8") for n in ("train", "dev", "test")}
+    assert parts == {"train": tree.format(i=0) + "\n" + tree.format(i=1) + "\n", "dev": tree.format(i=2) + "\n",
+                     "test": tree.format(i=3) + "\n"}
+    proc = run("--trees", trees / "chtb_0001.fid", "--out", tmp_path / "s2", "--dev", 1, "--test", 1)  # as ptb
+    assert proc.returncode != 0 and "--treebank-format ctb" in proc.stderr and len(proc.stderr.splitlines()) == 1

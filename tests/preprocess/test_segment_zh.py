@@ -95,6 +95,17 @@ def test_console_script_writes_quietly_and_caches_in_the_user_folder(tmp_path):
     assert (tmp_path / "cache" / "mgsa-preprocess" / "jieba" / "jieba.cache").is_file()
 
 
+def test_output_folder_is_made_and_an_unwritable_output_is_named(tmp_path):
+    src = tmp_path / "in.zh"
+    src.write_text("北京\n", encoding="utf-8")
+    segment_file(str(src), str(tmp_path / "new" / "out.zh"), quiet=True)
+    assert (tmp_path / "new" / "out.zh").read_text(encoding="utf-8") == "北京\n"
+    (tmp_path / "file").write_text("")
+    with pytest.raises(PreprocessError) as e:
+        segment_file(str(src), str(tmp_path / "file" / "out.zh"), quiet=True)
+    assert str(e.value).startswith(f"{tmp_path / 'file' / 'out.zh'}: cannot write: ")
+
+
 def test_tokens_put_back_together_give_the_line_without_its_spaces():
     line = "2017年，ＧＰＵ的速度是3.5倍…… 北京 ＠“甲乙”～～x_y"
     tokens = Segmenter().tokens(line)

@@ -1,6 +1,7 @@
 """Reading a user's files for mgsa-compare: hypothesis files (one a line, or fairseq-generate's
-output), and run directories as the recipes write them (results/RUN_NAME: the hypotheses,
-fairseq-generate's log; fairseq-train's train.log beside it or in ../../checkpoints/RUN_NAME/).
+output), and run directories as the recipes write them (results/RUN_NAME, or results/RUN_NAME/TEST
+for a recipe with several test sets: the hypotheses, fairseq-generate's log; fairseq-train's
+train.log beside it or in checkpoints/RUN_NAME/ beside results/).
 
 Every problem is a CompareError: one line naming the file (and the line) and what was expected.
 """
@@ -188,8 +189,11 @@ def read_system(spec: str, n_refs: int, ref_path: str, hyp_name: str, notes: Opt
         if os.path.isdir(path):
             run = os.path.normpath(path)
             hyp_file = os.path.join(run, hyp_name)
+            parent = os.path.dirname(run)  # results/RUN/TEST: one test set of several (the Zh-En recipes)
             logs = [os.path.join(run, "train.log"),
-                    os.path.join(os.path.dirname(os.path.dirname(run)), "checkpoints", os.path.basename(run), "train.log")]
+                    os.path.join(os.path.dirname(parent), "checkpoints", os.path.basename(run), "train.log"),
+                    os.path.join(os.path.dirname(os.path.dirname(parent)), "checkpoints", os.path.basename(parent),
+                                 "train.log")]
             train_log = next((p for p in logs if os.path.isfile(p)), None)
             if train_log:
                 params.append(read_params(train_log))

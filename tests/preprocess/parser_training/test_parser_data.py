@@ -129,7 +129,7 @@ def test_one_word_constituents_kept_by_default(tmp_path, capsys):
 
 
 def test_unseen_dev_labels_drop_keeps_exactly_the_other_trees(tmp_path):
-    from mgsa_preprocess.parser_training.train_parser import check_dev_labels
+    from mgsa_preprocess.parser_training.treebank import check_dev_labels
 
     (tmp_path / "train.mrg").write_text(TRAIN)
     (tmp_path / "dev.mrg").write_text(DEV)
