@@ -153,6 +153,7 @@ def test_a_rerun_does_nothing_again(run):
     assert log.count("08_score: done already") == 2 * len(SYSTEMS)
 
 
+@pytest.mark.slow  # about 45 s on 2 cores: over the default suite's budget
 def test_systems_without_trees_get_the_same_separate_dictionaries(run, tmp_path):
     """WMT17's default systems (transformer, hysan) read no trees: step 05 binarizes with
     fairseq-preprocess, each side's own BPE and dictionary, the same dictionaries as with trees."""
