@@ -163,6 +163,14 @@ SYSTEMS: Dict[str, System] = {s.name: s for s in (
            sized("pba_transformer_heterogeneous_convkv"), depth=4, depth_of="pba_heterogeneous_convkv",
            notes="pba_heterogeneous_convkv with 4 encoder and 4 decoder layers: fewer parameters than the "
                  "Transformer base (60M in the paper)"),
+    # Shaw et al.'s relative rows: relative positions instead of the sinusoids (fairseq's own option)
+    System("transformer_relative", "Transformer, relative positions (k = 16)", sized("relative_transformer"),
+           model_args=("--max-relative-positions", "16", "--no-token-positional-embeddings"),
+           notes="Shaw et al.: learned relative key and value embeddings, clip 16, encoder and decoder "
+                 "self-attention, no absolute positions"),
+    System("hysan_relative", "HySAN (gate), relative positions (k = 16)", sized("hysan_transformer", "_recommended"),
+           model_args=("--max-relative-positions", "16", "--no-token-positional-embeddings"),
+           notes="hysan with Shaw et al.'s relative positions in every self-attention, no absolute positions"),
 )}
 
 

@@ -7,7 +7,13 @@ fairseq's own. A stack whose branches are just `global` keeps fairseq's attentio
 Options (dataclass fields, so fairseq-hydra-train sees them too): --hysan-encoder-branches,
 --hysan-decoder-branches, --hysan-fusion, --hysan-gate-reduction, --hysan-gate-shared,
 --hysan-directional-exclude-self, --hysan-recompute, --hysan-encoder-layers,
---hysan-decoder-layers.
+--hysan-decoder-layers, --max-relative-positions.
+
+--max-relative-positions K (0, off, by default) adds Shaw et al.'s relative position
+representations (modules/relative_attention.py) to every self-attention of both stacks: inside
+HySAN's layers the relative key term enters the one score matrix before the branches' masks
+(modules/hybrid_relative.py), and the layers that keep fairseq's attention get fairseq's layers
+with relative self-attention (modules/relative_layers.py).
 """
 
 from dataclasses import dataclass, field
@@ -21,7 +27,9 @@ from ..modules.branch_fusion import FUSIONS
 from ..modules.hybrid_attention import Branch, HybridMultiheadAttention, parse_branches
 from ..modules.mask_cache import MaskCache
 from ..modules.hysan_layers import HySANDecoderLayer, HySANEncoderLayer
+from ..modules.relative_layers import RelativeDecoderLayer, RelativeEncoderLayer
 from .base import SIZES, MethodTransformerModel, parse_layers, wrap_layer
+from .relative_transformer import HELP as RELATIVE_HELP, check_relative_options
 
 
 @dataclass
@@ -59,9 +67,18 @@ class HySANConfig(FairseqDataclass):
     hysan_decoder_layers: str = field(
         default="all", metadata={"help": "decoder layers (1 = bottom) with HySAN: comma-separated list or 'all'"}
     )
+    max_relative_positions: int = field(
+        default=0, metadata={"help": "relative position representations (Shaw et al.) in every self-attention, "
+                                     "0 = off; " + RELATIVE_HELP}
+    )
 
 
 GLOBAL_ONLY = [Branch("global")]  # fairseq's own attention: the stack keeps its layers
+
+
+def relative(cfg) -> bool:
+    # absent from the configurations of checkpoints written before the option existed
+    return (getattr(cfg, "max_relative_positions", 0) or 0) > 0
 
 
 def share_masks(stack):
@@ -80,8 +97,11 @@ class HySANTransformerEncoder(TransformerEncoderBase):
         self.hysan_layer_ids = []
         if branches != GLOBAL_ONLY:
             self.hysan_layer_ids = parse_layers(cfg.hysan_encoder_layers, len(self.layers), "--hysan-encoder-layers")
-        for i in self.hysan_layer_ids:
-            self.layers[i] = wrap_layer(cfg, HySANEncoderLayer(cfg, branches, return_fc=self.return_fc))
+        for i in range(len(self.layers)):
+            if i in self.hysan_layer_ids:
+                self.layers[i] = wrap_layer(cfg, HySANEncoderLayer(cfg, branches, return_fc=self.return_fc))
+            elif relative(cfg):
+                self.layers[i] = wrap_layer(cfg, RelativeEncoderLayer(cfg, return_fc=self.return_fc))
         share_masks(self)
 
 
@@ -93,8 +113,11 @@ class HySANTransformerDecoder(TransformerDecoderBase):
         self.hysan_layer_ids = []
         if branches != GLOBAL_ONLY:
             self.hysan_layer_ids = parse_layers(cfg.hysan_decoder_layers, len(self.layers), "--hysan-decoder-layers")
-        for i in self.hysan_layer_ids:
-            self.layers[i] = wrap_layer(cfg, HySANDecoderLayer(cfg, branches, no_encoder_attn))
+        for i in range(len(self.layers)):
+            if i in self.hysan_layer_ids:
+                self.layers[i] = wrap_layer(cfg, HySANDecoderLayer(cfg, branches, no_encoder_attn))
+            elif relative(cfg):
+                self.layers[i] = wrap_layer(cfg, RelativeDecoderLayer(cfg, no_encoder_attn))
         share_masks(self)
 
 
@@ -134,6 +157,11 @@ class HySANTransformerModel(MethodTransformerModel):
                 enc and any(b.kind in ("forward", "backward") for b in enc_branches)):
             raise MGSAError(f"--hysan-directional-exclude-self applies to the encoder's forward and backward branches "
                             f"only, and --hysan-encoder-branches {args.hysan_encoder_branches!r} has none")
+        k = args.max_relative_positions
+        if k < 0:
+            raise MGSAError(f"--max-relative-positions {k}: expected 0 (off) or a clipping distance k >= 1")
+        if k > 0:
+            check_relative_options(args)
         # the squeeze gate's options, checked against their defaults (a preset or a checkpoint fills them in)
         r, default_r = args.hysan_gate_reduction, HySANConfig.hysan_gate_reduction
         if args.hysan_fusion != "gate":

@@ -11,3 +11,6 @@ from .branch_fusion import BranchFusion, SqueezeGate
 from .hybrid_attention import HybridMultiheadAttention
 from .pba_layers import PBADecoderLayer, PBAEncoderLayer
 from .hysan_layers import HySANDecoderLayer, HySANEncoderLayer
+from .relative_attention import RelativeMultiheadAttention, RelativePositions
+from .relative_layers import RelativeDecoderLayer, RelativeEncoderLayer
+from .hybrid_relative import RelativeHybridMultiheadAttention

@@ -149,6 +149,8 @@ class HybridMultiheadAttention(MultiheadAttention):
     reordering from fairseq's MultiheadAttention (self-attention only, so the cache is
     reordered as is)."""
 
+    FUSED = True  # full forwards through torch's fused attention (fused_branches)
+
     def __init__(self, embed_dim: int, num_heads: int, branches: List[Branch], fusion: str = "gate",
                  gate_reduction: int = 64, gate_shared: bool = False, causal: bool = False,
                  exclude_self: bool = False, dropout: float = 0.0, q_noise: float = 0.0, qn_block_size: int = 8):
@@ -199,13 +201,27 @@ class HybridMultiheadAttention(MultiheadAttention):
         scores = logits.unsqueeze(1) + masks.unsqueeze(0)  # B*H x l x T x S
         probs_float = utils.softmax(scores, dim=-1, onnx_trace=self.onnx_trace)
         probs = self.dropout_module(probs_float.type_as(logits))
-        o = torch.bmm(probs.view(bh, branches * tgt_len, src_len), v)  # B*H x l*T x d_k
+        o = self.weighted_values(probs.view(bh, branches, tgt_len, src_len), v)  # B*H x l x T x d_k
         o = o.view(bsz, self.num_heads, branches, tgt_len, head_dim)
         if keep is not None:
             o = o * keep
         # l x T x B x C (heads concatenated), one O_i per branch
         outputs = o.permute(2, 3, 0, 1, 4).reshape(branches, tgt_len, bsz, self.num_heads * head_dim)
         return self.fusion(outputs), probs_float
+
+    def weighted_values(self, probs: Tensor, v: Tensor) -> Tensor:
+        """sum_j p_ij v_j for every branch: probs B*H x l x T x S, v B*H x S x d_k -> B*H x l x T x d_k."""
+        bh, branches, tgt_len, src_len = probs.size()
+        return torch.bmm(probs.reshape(bh, branches * tgt_len, src_len), v).view(bh, branches, tgt_len, -1)
+
+    def scores(self, query: Tensor, key: Optional[Tensor], value: Optional[Tensor],
+               key_padding_mask: Optional[Tensor], incremental_state, attn_mask: Optional[Tensor]
+               ) -> Tuple[Tensor, Tensor]:
+        """E (scaled, attn_mask added, padded keys -inf): B*H x T x S, and V: B*H x S x d_k, from
+        fairseq's MultiheadAttention (its projections and its cache)."""
+        return super().forward(query, key, value, key_padding_mask=key_padding_mask,
+                               incremental_state=incremental_state, need_weights=False,
+                               attn_mask=attn_mask, before_softmax=True)
 
     def fused_masks(self, key_padding_mask: Optional[Tensor], attn_mask: Optional[Tensor], tgt_len: int,
                     bsz: int, like: Tensor) -> Tuple[Tensor, Optional[Tensor]]:
@@ -282,15 +298,12 @@ class HybridMultiheadAttention(MultiheadAttention):
             raise ValueError("HybridMultiheadAttention is self-attention; before_softmax/static_kv are not supported")
         want_weights = need_weights or need_head_weights
         keep_branches = getattr(self, "keep_branch_weights", False)
-        if incremental_state is None and not (want_weights or keep_branches or self.onnx_trace):
+        if incremental_state is None and self.FUSED and not (want_weights or keep_branches or self.onnx_trace):
             return self.fused_branches(query, key_padding_mask, attn_mask), None
         tgt_len, bsz, embed_dim = query.size()
         if attn_mask is not None:
             attn_mask = self.finite_attn_mask(attn_mask, query.dtype)
-        # E (scaled, attn_mask added, padded keys -inf): B*H x T x S; V: B*H x S x d_k
-        logits, v = super().forward(query, key, value, key_padding_mask=key_padding_mask,
-                                    incremental_state=incremental_state, need_weights=False,
-                                    attn_mask=attn_mask, before_softmax=True)
+        logits, v = self.scores(query, key, value, key_padding_mask, incremental_state, attn_mask)
         src_len = logits.size(-1)
         masks, allowed, keep_all = self.branch_masks(tgt_len, src_len, logits)
         keep = self.branch_keep(allowed, keep_all, key_padding_mask, bsz, self.out_proj.weight.dtype)

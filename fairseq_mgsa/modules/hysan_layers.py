@@ -13,15 +13,20 @@ from fairseq.modules.transformer_layer import TransformerDecoderLayerBase, Trans
 
 from ..errors import MGSAError
 from .hybrid_attention import Branch, HybridMultiheadAttention
+from .hybrid_relative import RelativeHybridMultiheadAttention
 
 
 def hybrid_attention(layer, cfg, embed_dim: int, heads: int, branches: List[Branch],
                      causal: bool) -> HybridMultiheadAttention:
-    attention = HybridMultiheadAttention(
-        embed_dim, heads, branches, fusion=cfg.hysan_fusion, gate_reduction=cfg.hysan_gate_reduction,
-        gate_shared=cfg.hysan_gate_shared, causal=causal, exclude_self=cfg.hysan_directional_exclude_self,
-        dropout=cfg.attention_dropout, q_noise=layer.quant_noise, qn_block_size=layer.quant_noise_block_size)
-    # absent from the configurations of checkpoints written before the option existed
+    options = dict(fusion=cfg.hysan_fusion, gate_reduction=cfg.hysan_gate_reduction, gate_shared=cfg.hysan_gate_shared,
+                   causal=causal, exclude_self=cfg.hysan_directional_exclude_self, dropout=cfg.attention_dropout,
+                   q_noise=layer.quant_noise, qn_block_size=layer.quant_noise_block_size)
+    # both options are absent from the configurations of checkpoints written before they existed
+    k = getattr(cfg, "max_relative_positions", 0) or 0
+    if k > 0:
+        attention = RelativeHybridMultiheadAttention(embed_dim, heads, branches, k, **options)
+    else:
+        attention = HybridMultiheadAttention(embed_dim, heads, branches, **options)
     attention.recompute = bool(getattr(cfg, "hysan_recompute", False))
     return attention
 

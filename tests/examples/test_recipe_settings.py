@@ -33,7 +33,7 @@ def run(script, env):
 
 REGISTERED = ("transformer, transformer_matched, mgsa_ngram, mgsa_ngram_onlstm, mgsa_syntactic, "
               "pba_heterogeneous_convkv, pba_heterogeneous_queryk, pba_homogeneous_convkv, pba_interleaved_queryk, "
-              "hysan, transformer_10layer, pba_heterogeneous_convkv_4layer")
+              "hysan, transformer_10layer, pba_heterogeneous_convkv_4layer, transformer_relative, hysan_relative")
 
 
 @pytest.mark.parametrize("name,value,message", [
