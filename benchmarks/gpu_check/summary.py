@@ -114,7 +114,8 @@ def summary(out):
                                        f"{env.get('torch')}, fairseq {env.get('fairseq')}"
                                        + (" (DRY RUN: CPU, tiny dimensions)" if env.get("dry_run") else "")
                                        if env else "no environment record")]
-    final = [("phase", "result", "seconds", "limit s", "status")]
+    # each phase's work is sized to end within 75% of its limit (scripts/gpu_check.sh)
+    final = [("phase", "result", "seconds", "limit s", "75% of limit s", "time / 75% of limit", "status")]
     ok = True
 
     def phase_row(name, result, passed):
@@ -129,7 +130,10 @@ def summary(out):
         else:
             status = "pass" if passed else "FAIL"
         ok &= status == "pass"
-        final.append((name, result, fmt(p and p["seconds"], "d"), fmt(p and p["limit_s"], "d"), status))
+        budget = p and 0.75 * p["limit_s"]
+        final.append((name, result, fmt(p and p["seconds"], "d"), fmt(p and p["limit_s"], "d"), fmt(budget, ".0f"),
+                      pct(p and p["seconds"] / budget) + ("" if not p or p["seconds"] <= budget else " (over)"),
+                      status))
 
     for name in ("env", "data"):
         phase_row(name, "ok" if any(r.get("kind") == name for r in recs) else "-",
