@@ -131,7 +131,7 @@ def summary(out):
             status = "pass" if passed else "FAIL"
         ok &= status == "pass"
         budget = p and 0.75 * p["limit_s"]
-        final.append((name, result, fmt(p and p["seconds"], "d"), fmt(p and p["limit_s"], "d"), fmt(budget, ".0f"),
+        final.append((name, result, fmt(p and p["seconds"], "d"), fmt(p and p["limit_s"], "d"), fmt(budget, ".1f"),
                       pct(p and p["seconds"] / budget) + ("" if not p or p["seconds"] <= budget else " (over)"),
                       status))
 
@@ -168,5 +168,8 @@ def summary(out):
                       f"TFLOP/s ({rates.get('nominal_source')}) and of a measured {rates.get('matmul_probe')}: "
                       f"{fmt(rates.get('matmul_TFLOPs'), '.1f')} TFLOP/s", table(rows)]
     phase_row("bench_big", f"{len(rows) - 1} systems" if rows else "-", rows is not None)
-    lines += ["", "summary: " + ("every phase ran and passed" if ok else "NOT every phase passed"), table(final)]
+    over = [row[0] for row in final[1:] if row[5].endswith("(over)")]
+    lines += ["", "summary: " + ("every phase ran and passed" if ok else "NOT every phase passed")
+              + (f"; over 75% of its time limit: {', '.join(over)}" if over else "; every phase that ran within 75% "
+                 "of its time limit"), table(final)]
     return "\n".join(lines), ok

@@ -59,7 +59,7 @@ def test_the_dry_run_passes_every_phase(dry_run):
     for row in last[1:]:
         cells = re.split(r"\s{2,}", row.strip())
         p = phases[cells[0]]
-        assert cells[2:6] == [str(p["seconds"]), str(p["limit_s"]), f"{0.75 * p['limit_s']:.0f}",
+        assert cells[2:6] == [str(p["seconds"]), str(p["limit_s"]), f"{0.75 * p['limit_s']:.1f}",
                               f"{100 * p['seconds'] / (0.75 * p['limit_s']):.1f}%"
                               + ("" if p["seconds"] <= 0.75 * p["limit_s"] else " (over)")], row
     with open(os.path.join(dry_run["out"], "summary.txt")) as f:
