@@ -10,9 +10,12 @@ torch.optim.Adam(foreach=True), views, bare allocations and host-side scalar wor
     python benchmarks/op_counts.py --arch-size base --systems transformer,hysan
     python benchmarks/op_counts.py --arch-size base --where --top 15 --systems mgsa_syntactic
     python benchmarks/op_counts.py --arch-size base --out benchmarks/results/op_counts_before.json
+    python benchmarks/op_counts.py --arch-size base --by-module 20 --systems hysan
 
 --where lists every synchronisation by the line of Python that asked for it; --top N the most
-frequent kernel operators. Writes the figures as JSON to benchmarks/runs/op_counts_<device>_<arch-size>.json
+frequent kernel operators; --by-module N the N modules that run the most (the innermost module
+at each operator, in the backward as torch's ModuleTracker sees it: from when the gradient
+reaches a module's outputs until it leaves its inputs). Writes the figures as JSON to benchmarks/runs/op_counts_<device>_<arch-size>.json
 (a folder git ignores, run_outputs.py) or --out.
 """
 
@@ -64,6 +67,9 @@ def get_parser():
     p.add_argument("--threads", type=int, help="torch.set_num_threads")
     p.add_argument("--where", action="store_true", help="list each system's synchronisations by source line")
     p.add_argument("--top", type=int, default=0, help="list each system's N most frequent kernel operators")
+    p.add_argument("--by-module", type=int, default=0, metavar="N",
+                   help="count the kernel operators by the innermost module running them (forward and backward, "
+                        "torch's ModuleTracker) and list each system's N modules with the most, with their top operators")
     p.add_argument("--out", help="the JSON output (default benchmarks/runs/op_counts_<device>_<arch-size>.json)")
     return p
 
@@ -96,7 +102,8 @@ def measure(a, chosen, device):
         results = {}
         for s in chosen:
             t0 = time.perf_counter()
-            r = timing.flops_per_update(all_args[s.name], task, batch, a, device, count_ops=True)
+            r = timing.flops_per_update(all_args[s.name], task, batch, a, device, count_ops=True,
+                                       by_module=bool(a.by_module))
             results[s.name] = {"label": s.label, **r}
             logger.info("%-24s %6d kernel operators, %3d host syncs (%.1f s)", s.name, r["ops"]["kernel_ops"],
                         r["ops"]["host_syncs"], time.perf_counter() - t0)
@@ -151,6 +158,11 @@ def main(argv=None):
             print(f"\n{name}: the {a.top} most frequent kernel operators")
             for op, n in list(o["by_op"].items())[: a.top]:
                 print(f"  {n:5d}  {op}")
+        if a.by_module:
+            print(f"\n{name}: the {a.by_module} modules running the most kernel operators (forward / backward)")
+            for module, m in list(o["by_module"].items())[: a.by_module]:
+                top = ", ".join(f"{op} {n}" for op, n in list(m["ops"].items())[:6])
+                print(f"  {m['kernel_ops']:5d}  {m.get('forward', 0):4d} / {m.get('backward', 0):4d}  {module}: {top}")
     a.out = a.out or result_path(device.type, a.arch_size)
     gi = git_info()
     result = {

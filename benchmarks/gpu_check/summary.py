@@ -114,7 +114,8 @@ def summary(out):
                                        f"{env.get('torch')}, fairseq {env.get('fairseq')}"
                                        + (" (DRY RUN: CPU, tiny dimensions)" if env.get("dry_run") else "")
                                        if env else "no environment record")]
-    final = [("phase", "result", "seconds", "limit s", "status")]
+    # each phase's work is sized to end within 75% of its limit (scripts/gpu_check.sh)
+    final = [("phase", "result", "seconds", "limit s", "75% of limit s", "time / 75% of limit", "status")]
     ok = True
 
     def phase_row(name, result, passed):
@@ -129,7 +130,10 @@ def summary(out):
         else:
             status = "pass" if passed else "FAIL"
         ok &= status == "pass"
-        final.append((name, result, fmt(p and p["seconds"], "d"), fmt(p and p["limit_s"], "d"), status))
+        budget = p and 0.75 * p["limit_s"]
+        final.append((name, result, fmt(p and p["seconds"], "d"), fmt(p and p["limit_s"], "d"), fmt(budget, ".1f"),
+                      pct(p and p["seconds"] / budget) + ("" if not p or p["seconds"] <= budget else " (over)"),
+                      status))
 
     for name in ("env", "data"):
         phase_row(name, "ok" if any(r.get("kind") == name for r in recs) else "-",
@@ -164,5 +168,8 @@ def summary(out):
                       f"TFLOP/s ({rates.get('nominal_source')}) and of a measured {rates.get('matmul_probe')}: "
                       f"{fmt(rates.get('matmul_TFLOPs'), '.1f')} TFLOP/s", table(rows)]
     phase_row("bench_big", f"{len(rows) - 1} systems" if rows else "-", rows is not None)
-    lines += ["", "summary: " + ("every phase ran and passed" if ok else "NOT every phase passed"), table(final)]
+    over = [row[0] for row in final[1:] if row[5].endswith("(over)")]
+    lines += ["", "summary: " + ("every phase ran and passed" if ok else "NOT every phase passed")
+              + (f"; over 75% of its time limit: {', '.join(over)}" if over else "; every phase that ran within 75% "
+                 "of its time limit"), table(final)]
     return "\n".join(lines), ok

@@ -119,8 +119,12 @@ class OpCounter(TorchDispatchMode):
     are told from device data by where they came from. Use `with counter.phase("forward"):`
     to split the counts; `summary()` gives them."""
 
-    def __init__(self, device="cpu"):
+    def __init__(self, device="cpu", modules=None):
         super().__init__()
+        # an op_modules.ModuleSites (entered by the caller): kernel operators also counted by
+        # the module running them, forward and backward
+        self.modules = modules
+        self.by_module = collections.Counter()     # (phase, module, op name) -> count
         self.simulated = torch.device(device).type == "cpu"
         self.host = WeakIdKeyDictionary()
         self.current = "other"
@@ -190,6 +194,8 @@ class OpCounter(TorchDispatchMode):
         if self.simulated and self._cpu_dropout(func, args):
             return out
         self.kernels[self.current, name] += 1
+        if self.modules is not None:
+            self.by_module[self.current, self.modules.where(), name] += 1
         kind = DATA_DEPENDENT.get(packet)
         if kind is None and packet in BOOL_INDEXED:
             indices = args[1] if len(args) > 1 else kwargs.get("indices", ())
@@ -225,6 +231,18 @@ class OpCounter(TorchDispatchMode):
                     self.left_out["dropout, one native_dropout on a GPU"] += 1
                     return True
         return False
+
+    def module_summary(self):
+        """{module (layer numbers as *): {"forward": n, "backward": n, ..., "ops": {op: n}}},
+        most operators first; empty without a module tracker."""
+        out = collections.defaultdict(lambda: {"kernel_ops": 0, "ops": collections.Counter()})
+        for (phase, module, name), n in self.by_module.items():
+            m = out[module]
+            m["kernel_ops"] += n
+            m[phase] = m.get(phase, 0) + n
+            m["ops"][f"{phase} {name}"] += n
+        return {k: {**v, "ops": dict(v["ops"].most_common())}
+                for k, v in sorted(out.items(), key=lambda kv: -kv[1]["kernel_ops"])}
 
     # ---- copies to the host that dispatch nothing on the CPU
     def __enter__(self):
@@ -292,13 +310,22 @@ def count(fn, *args, device="cpu", **kwargs):
     return result, counter.summary()
 
 
-def count_update(step, sample, device):
+def count_update(step, sample, device, modules=()):
     """The summary of one training update `step(sample, phase)` (timing.update_step's
-    signature), split into forward, backward and optimizer."""
-    counter = OpCounter(device)
-    with counter:
+    signature), split into forward, backward and optimizer; given modules (the model, the
+    criterion), "by_module" holds the kernel operators per submodule of them
+    (OpCounter.module_summary, op_modules.py)."""
+    tracker = None
+    if modules:
+        from .op_modules import ModuleSites
+        tracker = ModuleSites(*modules)
+    counter = OpCounter(device, modules=tracker)
+    with tracker or contextlib.nullcontext(), counter:
         step(sample, counter.phase)
-    return counter.summary()
+    summary = counter.summary()
+    if modules:
+        summary["by_module"] = counter.module_summary()
+    return summary
 
 
 RULES = ("aten operators dispatched in one training update (forward, backward, torch.optim.Adam(foreach=True) "

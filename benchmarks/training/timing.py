@@ -192,7 +192,7 @@ def bootstrap_median_ci(values, resamples=2000):
     return [medians[int(0.025 * resamples)], medians[int(0.975 * resamples) - 1]]
 
 
-def flops_per_update(args, task, sample, a, device, count_ops=False):
+def flops_per_update(args, task, sample, a, device, count_ops=False, by_module=False):
     """FLOPs of one update (criterion forward + backward, the optimizer step left out) on
     `sample`, counted by torch.utils.flop_counter.FlopCounterMode, and of the forward alone.
     FlopCounterMode counts the matrix products, convolutions and attention kernels (what
@@ -217,7 +217,7 @@ def flops_per_update(args, task, sample, a, device, count_ops=False):
     if count_ops:
         if device.type == "cpu":
             as_on_gpu(model)
-        result["ops"] = count_update(step, sample, device)
+        result["ops"] = count_update(step, sample, device, (model, criterion) if by_module else ())
     del model, criterion, opt, step
     gc.collect()
     return result

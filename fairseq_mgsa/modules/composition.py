@@ -113,10 +113,11 @@ class SANComposition(nn.Module):
         xs = tokens_per_granularity(x, G)  # Gr*N x C
         pooled = segment_max(xs, flat, S).view(G, num_slots, C)
         q = torch.baddbmm(self.q_bias.unsqueeze(1), pooled, self.q_weight.transpose(1, 2)) * self.scaling
-        # every granularity's keys in one product: N x Gr*D -> Gr*N x D
-        k = nn.functional.linear(x, self.k_weight.view(G * D, C), self.k_bias.view(G * D))
-        k = k.view(N, G, D).transpose(0, 1).reshape(G * N, D)
-        scores = (q.view(S, D)[flat] * k).sum(dim=-1)  # Gr*N: each token against its own phrase's query
+        # every granularity's keys in one product: N x Gr*D, read as Gr x N x D in place (a copy
+        # into that layout would be one more operator each way)
+        k = nn.functional.linear(x, self.k_weight.view(G * D, C), self.k_bias.view(G * D)).view(N, G, D)
+        # Gr*N: each token against its own phrase's query
+        scores = (q.view(S, D)[flat].view(G, N, D) * k.transpose(0, 1)).sum(dim=-1).view(G * N)
         weights = segment_softmax(scores, flat, S)
         return segment_sum(weights.unsqueeze(-1) * xs, flat, S).view(G, num_slots, C)
 

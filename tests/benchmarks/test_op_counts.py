@@ -3,6 +3,7 @@ functions whose counts are known, then on every registered system: none may make
 for the device more often per training update than the Transformer does."""
 
 import argparse
+import contextlib
 import os
 import re
 
@@ -99,6 +100,40 @@ def test_backward_and_foreach_are_counted_in_their_phases(x):
     assert c["by_phase"]["optimizer"] == {"kernel_ops": 1, "host_syncs": 0}
     assert c["kernel_ops"] == 5
     assert torch.equal(w.grad, x * 0.5) and torch.equal(other, torch.full((3,), 0.5))
+
+
+def test_operators_are_told_by_the_module_that_runs_them_forward_and_backward():
+    """count_update's by_module: a module's forward operators and the backward of what it made,
+    layers of a stack added up, an operator outside any module named by its autograd node."""
+    torch.manual_seed(0)
+
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            return torch.tanh(self.lin(x)) * 2  # the block's own tanh and mul around its linear
+
+    model = torch.nn.Sequential(Block(), Block())
+    x = torch.randn(3, 4)
+
+    def step(sample, phase):
+        with phase("forward"):
+            loss = model(sample).exp().sum()  # exp and sum outside any module
+        with phase("backward"):
+            loss.backward()
+
+    step(x, lambda name: contextlib.nullcontext())
+    c = op_counts.count_update(step, x, torch.device("cpu"), modules=(model,))
+    m = c["by_module"]
+    assert sum(v["kernel_ops"] for v in m.values()) == c["kernel_ops"]
+    # two layers: addmm forward; backward mm (input), mm (weight), sum (bias), each added into .grad
+    assert m["Sequential.*.lin"]["forward"] == 2
+    assert m["Sequential.*.lin"]["ops"]["backward mm"] == 3  # the first layer's input needs no gradient
+    assert m["Sequential.*"]["ops"]["forward tanh"] == 2 and m["Sequential.*"]["ops"]["backward tanh_backward"] == 2
+    assert m["(outside any module)"]["forward"] == 2  # exp, sum
+    assert m["(ExpBackward0)"]["backward"] == 1
 
 
 def test_the_cpus_dropout_counts_as_the_gpus_one_fused_operator(x):

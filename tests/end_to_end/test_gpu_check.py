@@ -7,6 +7,7 @@ before any work."""
 
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -53,6 +54,14 @@ def test_the_dry_run_passes_every_phase(dry_run):
     assert last[0].split()[:5] == ["phase", "result", "seconds", "limit", "s"]
     assert [row.split()[0] for row in last[1:]] == list(phases)
     assert all(row.rstrip().endswith("pass") for row in last[1:]), last
+    # each phase's time against 75% of its limit
+    assert "75% of limit s" in last[0] and "time / 75% of limit" in last[0]
+    for row in last[1:]:
+        cells = re.split(r"\s{2,}", row.strip())
+        p = phases[cells[0]]
+        assert cells[2:6] == [str(p["seconds"]), str(p["limit_s"]), f"{0.75 * p['limit_s']:.1f}",
+                              f"{100 * p['seconds'] / (0.75 * p['limit_s']):.1f}%"
+                              + ("" if p["seconds"] <= 0.75 * p["limit_s"] else " (over)")], row
     with open(os.path.join(dry_run["out"], "summary.txt")) as f:
         assert f.read().rstrip().splitlines()[-8:] == last
 
@@ -134,6 +143,22 @@ def test_the_total_follows_the_limits(tmp_path):
     limits = dict(x.rsplit(" ", 2)[:2] for x in plan.stdout.split(": ", 1)[1].split(";")[0].split(", "))
     assert limits["fp16"] == "300" and len(limits) == 7
     assert f"at most {sum(map(int, limits.values()))} s in all" in plan.stdout
+
+
+def test_the_gpu_plan_expects_every_phase_within_75_percent_of_its_limit():
+    """The GPU's limits (scripts/gpu_check.sh) fit the 8 minutes, and each phase's expected time
+    (predicted from the last H200 run) is within 75% of its limit."""
+    plan, _ = run_check("--plan")
+    first, second = plan.stdout.strip().splitlines()
+    limits = {p: int(s) for p, s in re.findall(r"(\w+) (\d+) s(?=[,;])", first.split(": ", 1)[1])}
+    expected = {p: (int(e), int(q)) for p, e, q in
+                re.findall(r"(\w+) (\d+) s \(75% of its limit: (\d+) s\)", second)}
+    assert list(limits) == list(expected) == ["env", "data", "fp16", "variants", "invariants", "bench", "bench_big"]
+    assert sum(limits.values()) <= 480 and limits["env"] + limits["data"] + limits["fp16"] <= 180
+    for phase, (e, q) in expected.items():
+        assert q == limits[phase] * 3 // 4 and e <= 0.75 * limits[phase], (phase, e, limits[phase])
+    assert "not yet confirmed on a GPU" in second
+    assert f"about {sum(e for e, _ in expected.values())} s in all" in second
 
 
 def test_a_cut_phase_keeps_what_it_measured(tmp_path):
