@@ -6,6 +6,21 @@
 # a recipe may set any of these itself). Every variable can be set by environment.
 # shellcheck shell=bash
 
+# Every setting is an environment variable and no script takes arguments: --help prints the
+# script's own header (what it does and its settings' examples), anything else is refused
+# before a step starts (a mistyped `run_all.sh SYSTEMS=x` would otherwise run the defaults).
+if [ $# -gt 0 ]; then
+  case $1 in
+    -h | --help)
+      sed -n '2,/^[^#]/{/^#/!d;s/^# \{0,1\}//;p}' "$0"
+      exit 0 ;;
+    *)
+      echo "$(basename "$0"): takes no arguments (got: $*): every setting is an environment variable, e.g." \
+        "SYSTEMS=\"transformer mgsa_syntactic\" bash $0 (--help: the script's own settings)" >&2
+      exit 2 ;;
+  esac
+fi
+
 RAW_DIR=${RAW_DIR:-$WORKDIR/raw}                  # {train,valid,test}.{SRC,TGT}, untokenized
 DATA_BIN=${DATA_BIN:-$WORKDIR/data-bin}           # fairseq binaries (+ phrase files)
 SKIP_DOWNLOAD=${SKIP_DOWNLOAD:-0}                 # 1: the raw files are in RAW_DIR already (checked)

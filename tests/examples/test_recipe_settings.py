@@ -176,3 +176,28 @@ def test_stanza_models_unreachable_is_one_line(tmp_path):
                                 "network): ")
     assert errors[0].endswith(f"(log: {tmp_path / 'stanza'}/download.log)")
     assert "Traceback" in (tmp_path / "stanza" / "download.log").read_text()  # the details are kept
+
+
+RECIPES = sorted(d for d in os.listdir(EXAMPLES)
+                 if d != "common" and os.path.isfile(os.path.join(EXAMPLES, d, "run_all.sh")))
+
+
+@pytest.mark.parametrize("recipe", RECIPES)
+def test_help_prints_the_scripts_header_and_an_argument_is_refused(recipe, tmp_path):
+    """Settings are environment variables: `run_all.sh --help` prints the script's own header
+    and stops; `run_all.sh SYSTEMS=x` (an argument) is refused before any step makes a file."""
+    script = os.path.join(EXAMPLES, recipe, "run_all.sh")
+    with open(script, encoding="utf-8") as f:
+        header = [line[2:].rstrip("\n") for line in f.readlines()[1:] if line.startswith("# ")][:2]
+    env = dict(os.environ, WORKDIR=str(tmp_path / "work"))
+    shown = subprocess.run(["bash", script, "--help"], env=env, cwd=tmp_path, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.splitlines()[:2] == header
+    refused = subprocess.run(["bash", script, "SYSTEMS=transformer"], env=env, cwd=tmp_path,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert refused.returncode == 2
+    assert stderr_lines(refused) == [
+        f"run_all.sh: takes no arguments (got: SYSTEMS=transformer): every setting is an environment variable, "
+        f"e.g. SYSTEMS=\"transformer mgsa_syntactic\" bash {script} (--help: the script's own settings)"]
+    assert os.listdir(tmp_path) == []
