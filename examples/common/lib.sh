@@ -236,6 +236,25 @@ fetch() {
   mv "$dest.part" "$dest"
 }
 
+# fetch_and_extract DIR URL...: each URL's archive fetched into DIR (a partial download resumed, a
+# finished one kept) and unpacked there once (an .extracted mark), after one check that the first
+# URL's host answers.
+fetch_and_extract() {
+  local dir=$1 url archive
+  shift
+  need curl "install curl, or fetch the data elsewhere and run with SKIP_DOWNLOAD=1 RAW_DIR=<its folder>"
+  check_network "$1"
+  mkdir -p "$dir"
+  for url in "$@"; do
+    archive=$dir/$(basename "$url")
+    fetch "$url" "$archive"
+    if [ ! -f "$archive.extracted" ]; then
+      tar -xzf "$archive" -C "$dir" || die "$archive: cannot extract (a broken download? delete it and rerun)"
+      touch "$archive.extracted"
+    fi
+  done
+}
+
 # check_network URL: fail fast, before anything else, when URL's host cannot be reached.
 check_network() {
   curl -sS -o /dev/null -I --connect-timeout "${CONNECT_TIMEOUT:-10}" --max-time "${CHECK_TIMEOUT:-20}" "$1" 2>/dev/null \

@@ -28,19 +28,9 @@ URLS=(
   "$DATA_STATMT/wmt17/translation-task/dev.tgz"
   "$STATMT/wmt14/test-full.tgz"
 )
-need curl "install curl, or fetch the data elsewhere and run with SKIP_DOWNLOAD=1 RAW_DIR=<its folder>"
-check_network "${URLS[0]}"
-
 ORIG=$WORKDIR/orig
-mkdir -p "$ORIG" "$RAW_DIR"
-for url in "${URLS[@]}"; do
-  archive=$ORIG/$(basename "$url")
-  fetch "$url" "$archive"
-  if [ ! -f "$archive.extracted" ]; then
-    tar -xzf "$archive" -C "$ORIG" || die "$archive: cannot extract (a broken download? delete it and rerun)"
-    touch "$archive.extracted"
-  fi
-done
+mkdir -p "$RAW_DIR"
+fetch_and_extract "$ORIG" "${URLS[@]}"
 
 # newstest2014 comes as SGML, one <seg id="N"> per sentence: the "src" file of the English
 # side and the "ref" file of the German side, as fairseq takes them (the same 3003 pairs).

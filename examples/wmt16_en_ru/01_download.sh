@@ -46,19 +46,9 @@ URLS=(
   "$STATMT/wmt14/test-full.tgz"
 )
 [ "$WIKI_HEADLINES" = 1 ] && URLS+=("$STATMT/wmt15/wiki-titles.tgz")
-need curl "install curl, or fetch the data elsewhere and run with SKIP_DOWNLOAD=1 RAW_DIR=<its folder>"
-check_network "${URLS[0]}"
-
 ORIG=$WORKDIR/orig
-mkdir -p "$ORIG" "$RAW_DIR"
-for url in "${URLS[@]}"; do
-  archive=$ORIG/$(basename "$url")
-  fetch "$url" "$archive"
-  if [ ! -f "$archive.extracted" ]; then
-    tar -xzf "$archive" -C "$ORIG" || die "$archive: cannot extract (a broken download? delete it and rerun)"
-    touch "$archive.extracted"
-  fi
-done
+mkdir -p "$RAW_DIR"
+fetch_and_extract "$ORIG" "${URLS[@]}"
 
 # Wiki Headlines: one pair a line, "Russian ||| English"
 WIKI=()

@@ -28,18 +28,9 @@ exit_if_downloaded "$SETTINGS" "${PRODUCTS[@]}"
 W=$DATA_STATMT/wmt17/translation-task
 URLS=("$W/training-parallel-nc-v12.tgz" "$W/dev.tgz")
 [ -n "$TEST_SRC" ] || URLS+=("$W/test.tgz")
-need curl "install curl, or fetch the data elsewhere and run with SKIP_DOWNLOAD=1 RAW_DIR=<its folder>"
-check_network "${URLS[0]}"
 ORIG=$WORKDIR/orig
-mkdir -p "$ORIG" "$RAW_DIR"
-for url in "${URLS[@]}"; do
-  archive=$ORIG/$(basename "$url")
-  fetch "$url" "$archive"
-  if [ ! -f "$archive.extracted" ]; then
-    tar -xzf "$archive" -C "$ORIG" || die "$archive: cannot extract (a broken download? delete it and rerun)"
-    touch "$archive.extracted"
-  fi
-done
+mkdir -p "$RAW_DIR"
+fetch_and_extract "$ORIG" "${URLS[@]}"
 
 NC=$ORIG/training/news-commentary-v12.zh-en
 need_files "$NC.zh" "$NC.en"
