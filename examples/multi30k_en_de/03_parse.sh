@@ -65,29 +65,10 @@ step_train_parser() {
   parser_settings > "$PARSER_DIR/recipe_settings"
 }
 
-# parser_test_f1: the test-split score of the parser in PARSER_DIR (from its record) -> PARSER_DIR/test_f1.txt.
-parser_test_f1() {
-  python - "$PARSER_DIR" <<'PY' || exit 1
-import json, os, sys
-d = sys.argv[1]
-rec = json.load(open(os.path.join(d, "mgsa_parser.json"), encoding="utf-8"))
-test = rec.get("test")
-if isinstance(test, dict) and "f1" in test:
-    evalb = test.get("evalb", {}).get("f1")
-    line = (f"parser {d}: labeled-bracket F1 {test['f1']:.2f}"
-            + (f" (evalb convention {evalb:.2f})" if evalb is not None else "")
-            + f" on the test split {test.get('file', '')}")
-else:
-    line = f"parser {d}: no test score in its record (trained without --test)"
-open(os.path.join(d, "test_f1.txt"), "w", encoding="utf-8").write(line + "\n")
-print(line, file=sys.stderr)
-PY
-}
-
 exit_unless_trees_needed
 if [ -z "$TREES_DIR" ]; then
   case "$PARSER" in
-    treebank) step_train_parser; parser_test_f1; parser_warnings "$PARSER_DIR"; STANZA_DIR=$PARSER_DIR ;;
+    treebank) step_train_parser; parser_test_score; parser_warnings "$PARSER_DIR"; STANZA_DIR=$PARSER_DIR ;;
     stanza) ;;
     *) die "PARSER must be treebank or stanza (got '$PARSER')" ;;
   esac
