@@ -9,6 +9,7 @@ One tiny model (d 16) trained once on the grammar corpus with gold trees; each t
 runs the real command with its option and checks what the option promises.
 """
 
+import importlib.util
 import os
 import re
 import shutil
@@ -305,11 +306,15 @@ def test_hub_interface_translates_text_and_trees(data_bin, trained, tmp_path, mo
     fairseq-generate's translations of the test set."""
     from fairseq_mgsa import MGSATransformerModel
 
-    (tmp_path / "fake" / "stanza").mkdir(parents=True)
-    (tmp_path / "fake" / "stanza" / "__init__.py").write_text(FAKE_STANZA)
-    monkeypatch.syspath_prepend(str(tmp_path / "fake"))
-    monkeypatch.delitem(sys.modules, "stanza", raising=False)
-    import stanza
+    (tmp_path / "fake_stanza.py").write_text(FAKE_STANZA)
+    spec = importlib.util.spec_from_file_location("stanza", tmp_path / "fake_stanza.py")
+    stanza = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(stanza)
+    # setitem, not delitem + import: monkeypatch then puts back the real stanza (or its absence)
+    # and its submodules, so no later test on this worker imports the stand-in
+    for name in [m for m in sys.modules if m.startswith("stanza.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "stanza", stanza)
 
     raw = data_bin.parent / "raw"
     lines = (raw / "test.src").read_text().splitlines()
