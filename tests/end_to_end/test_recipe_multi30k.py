@@ -254,6 +254,7 @@ def test_a_failed_run_stops_there_and_run_all_fails(run, tmp_path):
     assert "translating the test set" in other and (work / "results" / "mgsa_syntactic" / "bleu.txt").exists()
 
 
+@pytest.mark.slow  # a rerun of whole steps (1-2 minutes): the default suite's 20-minute budget
 def test_parser_dir_may_be_an_existing_empty_folder(run, tmp_path):
     """Point 4: `mv PARSER_DIR.partial PARSER_DIR` put the new parser inside an existing folder,
     the step ended in a traceback and every rerun trained the parser again."""
@@ -304,6 +305,7 @@ def test_another_bpe_merges_redoes_the_binaries_and_training_refuses_the_old_che
         f"transformer afresh")
 
 
+@pytest.mark.slow  # a rerun of whole steps (1-2 minutes): the default suite's 20-minute budget
 def test_another_test_set_redoes_what_reads_it(run, tmp_path):
     """Point 7: MULTI30K_TEST changed after step 01 kept the old test set. Now step 01 fetches the
     new one, the steps that read it are redone (only the test split is tokenized again), training
@@ -340,6 +342,7 @@ def test_another_test_set_redoes_what_reads_it(run, tmp_path):
 
 # --- issue 45 ----------------------------------------------------------------------------------
 
+@pytest.mark.slow  # a rerun of whole steps (1-2 minutes): the default suite's 20-minute budget
 def test_a_failure_mark_of_an_earlier_invocation_does_not_count(run, tmp_path):
     """Point 4, what the user did: a RUN_JOBS=2 invocation in which one run failed (the
     transformer's checkpoint_last.pt unreadable), the cause fixed (the checkpoint put back), and
