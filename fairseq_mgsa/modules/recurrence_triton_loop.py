@@ -115,15 +115,17 @@ def _lstm_loop_fwd(xg, w, out, z, c, hp, B, P, sxg, sxb, sxp, D,
         x_row = g * sxg + rows * sxb + t * sxp
         s_row = (g * B + rows) * P + t  # the row of step t in out, z and c (Gr x B x P x .)
         h_row = (s_row - 1) * D
-        i = tl.sigmoid(_preact(xg, x_row, z, s_row * K, j, out, h_row, w, j, t, rm, jm, m, D,
-                               PREC, BLOCK_B, BLOCK_D, BLOCK_K))
+        # a gate at a time, used as soon as formed: fewer BLOCK_B x BLOCK_D tensors live at once
         f = tl.sigmoid(_preact(xg, x_row, z, s_row * K, D + j, out, h_row, w, D + j, t, rm, jm, m, D,
+                               PREC, BLOCK_B, BLOCK_D, BLOCK_K))
+        c_new = f * cell
+        i = tl.sigmoid(_preact(xg, x_row, z, s_row * K, j, out, h_row, w, j, t, rm, jm, m, D,
                                PREC, BLOCK_B, BLOCK_D, BLOCK_K))
         u = _tanh(_preact(xg, x_row, z, s_row * K, 2 * D + j, out, h_row, w, 2 * D + j, t, rm, jm, m, D,
                           PREC, BLOCK_B, BLOCK_D, BLOCK_K))
+        c_new += i * u
         o = tl.sigmoid(_preact(xg, x_row, z, s_row * K, 3 * D + j, out, h_row, w, 3 * D + j, t, rm, jm, m, D,
                                PREC, BLOCK_B, BLOCK_D, BLOCK_K))
-        c_new = f * cell + i * u
         h = o * _tanh(c_new)
         tl.store(c + s_row[:, None] * D + j[None, :], c_new, mask=m)
         tl.store(out + s_row[:, None] * D + j[None, :], h, mask=m)
@@ -200,17 +202,19 @@ def _onlstm_loop_fwd(xg, w, out, z, c, hp, B, P, sxg, sxb, sxp, D, NC, CS: tl.co
                      PREC, BLOCK_B, BLOCK_D, BLOCK_K)
         _, mf = _master(zf, first, False)
         _, mi = _master(zi, first, True)
+        om = mf * mi
         r = 2 * NC + j
-        o = tl.sigmoid(_preact(xg, x_row, z, z_row, r, out, h_row, w, r, t, rm, jm, m, D,
-                               PREC, BLOCK_B, BLOCK_D, BLOCK_K))
-        f = tl.sigmoid(_preact(xg, x_row, z, z_row, r + D, out, h_row, w, r + D, t, rm, jm, m, D,
-                               PREC, BLOCK_B, BLOCK_D, BLOCK_K))
+        # a gate at a time, used as soon as formed: fewer BLOCK_B x BLOCK_D tensors live at once
         i = tl.sigmoid(_preact(xg, x_row, z, z_row, r + 2 * D, out, h_row, w, r + 2 * D, t, rm, jm, m, D,
                                PREC, BLOCK_B, BLOCK_D, BLOCK_K))
         u = _tanh(_preact(xg, x_row, z, z_row, r + 3 * D, out, h_row, w, r + 3 * D, t, rm, jm, m, D,
                           PREC, BLOCK_B, BLOCK_D, BLOCK_K))
-        om = mf * mi
-        c_new = (i * om + mi - om) * u + (f * om + mf - om) * cell
+        c_new = (i * om + mi - om) * u
+        f = tl.sigmoid(_preact(xg, x_row, z, z_row, r + D, out, h_row, w, r + D, t, rm, jm, m, D,
+                               PREC, BLOCK_B, BLOCK_D, BLOCK_K))
+        c_new += (f * om + mf - om) * cell
+        o = tl.sigmoid(_preact(xg, x_row, z, z_row, r, out, h_row, w, r, t, rm, jm, m, D,
+                               PREC, BLOCK_B, BLOCK_D, BLOCK_K))
         h = o * _tanh(c_new)
         tl.store(c + s_row[:, None] * D + j[None, :], c_new, mask=m)
         tl.store(out + s_row[:, None] * D + j[None, :], h, mask=m)
