@@ -1,6 +1,8 @@
 """The element-wise step of the phrase-interaction recurrences, forward and backward, as four
-operators (`torch.ops.mgsa_recurrence.*`) that the hand-written recurrence (recurrence.py) calls
-once per step each.
+operators (`torch.ops.mgsa_recurrence.*_cell*`) that the step loop of recurrence_loops.py calls
+once per step each: the recurrence's path on the CPU, without Triton and in float64 (on a GPU
+with Triton the whole loop is one kernel each way, recurrence_triton_loop.py). Also the choice
+of kernels for a tensor (triton_kernels, loop_kernels) and the operators' registration.
 
     z      Gr x B x K   a step's gate pre-activations (may be a strided view)
     c      Gr x B x D   the previous cell state (None at the first step)
@@ -11,9 +13,9 @@ once per step each.
     (None where there is none); dc_prev is empty at the first step.
 
 On a CUDA device with Triton the step is one fused kernel each way (recurrence_triton.py);
-elsewhere (the CPU, no Triton, or MGSA_NO_TRITON=1 in the environment) the same arithmetic in torch operators. Both compute in
-float32 whatever the dtype of the states (float16 / bfloat16 under --fp16 or autocast), and
-write the states in that dtype.
+elsewhere (the CPU, no Triton, or MGSA_NO_TRITON=1 in the environment) the same arithmetic in
+torch operators. Both compute in float32 whatever the dtype of the states (float16 / bfloat16
+under --fp16 or autocast), and write the states in that dtype.
 
 They are registered operators rather than Python functions so that what dispatches them sees
 one operator per step and direction, as a GPU runs one kernel: a TorchDispatchMode counting
