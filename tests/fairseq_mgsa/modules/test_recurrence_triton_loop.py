@@ -85,3 +85,33 @@ def test_recurrence_through_the_loop_kernels_equals_the_step_loop(device, chunk_
         tol = TOL[dtype] if name != "dW" else dict(atol=1e-5, rtol=1e-5) if dtype == torch.float32 else \
             dict(atol=5e-2, rtol=2e-2)  # a sum over every step and sentence of half-type products
         torch.testing.assert_close(a, b, **tol, msg=name)
+
+
+@pytest.mark.parametrize("dtype,D", [("fp32", 48), ("fp32", 128), ("fp16", 128), ("bf16", 128)])
+def test_loop_kernels_compile_for_a_hopper_gpu(dtype, D):
+    """What the interpreter cannot tell: that the GPU compiler takes the kernels (tl.dot's shapes,
+    layouts, the loops), through Triton's own ptxas to a cubin for sm_90 (H100, H200), no GPU
+    needed. Runs where Triton is, without TRITON_INTERPRET (which replaces the kernels)."""
+    import os
+
+    pytest.importorskip("triton")
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        pytest.skip("TRITON_INTERPRET=1 replaces the kernels by the interpreter's")
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    kernels = loop_kernels("cuda")
+    block_d = max(16, triton.next_power_of_2(D))
+    pointers = {"xg", "w", "out", "z", "c", "hp", "d_out", "d_xg", "d_later"}
+    for kernel in (kernels._lstm_loop_fwd, kernels._lstm_loop_bwd, kernels._onlstm_loop_fwd, kernels._onlstm_loop_bwd):
+        meta = dict(PREC="ieee" if dtype == "fp32" else "tf32", BLOCK_B=kernels.BLOCK_B, BLOCK_D=block_d,
+                    BLOCK_K=kernels.BLOCK_K)
+        if "CS" in kernel.arg_names:
+            meta["CS"] = 2
+        signature = {n: "constexpr" if n in meta else "*" + dtype if n in pointers else "i32" for n in kernel.arg_names}
+        source = ASTSource(fn=kernel, signature=signature,
+                           constexprs={(kernel.arg_names.index(n),): v for n, v in meta.items()})
+        compiled = triton.compile(source, target=GPUTarget("cuda", 90, 32),
+                                  options=dict(num_warps=4 if block_d <= 64 else 8, num_stages=1))
+        assert compiled.asm["cubin"], kernel.fn.__name__
