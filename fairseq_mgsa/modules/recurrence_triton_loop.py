@@ -32,7 +32,9 @@ from .recurrence_triton import _tanh
 # what changes from batch to batch is left unspecialised: one compilation per model
 LOOP_ARGS = ["B", "P", "sxg", "sxb", "sxp", "sdg", "sdb", "sdp"]
 BLOCK_B = 16  # tl.dot's smallest M
-BLOCK_K = 32  # the contraction's block (of D forward, of K backward)
+# the contraction's block, over D forward and over K backward: the sizes with the fewest
+# registers spilled at the base and big sizes' D (128, 256) by ptxas -v for sm_90
+BLOCK_K_FORWARD, BLOCK_K_BACKWARD = 16, 32
 
 
 @triton.jit
@@ -282,14 +284,14 @@ def _onlstm_loop_bwd(z, c, w, d_out, d_xg, d_later, B, P, sdg, sdb, sdp, D, NC, 
 
 # ---------------------------------------------------------------- launchers
 
-def _config(xg, D):
+def _config(xg, D, block_k):
     """(grid, meta-parameters) of a launch over xg's Gr x B rows."""
     Gr, B = xg.shape[:2]
     block_d = max(16, triton.next_power_of_2(D))
     # num_stages=1: the contraction loops are a few blocks long (D / 32), and plain loads keep
     # the store / barrier / load order of the states obvious (no asynchronous copies in flight)
     meta = dict(PREC="ieee" if xg.dtype == torch.float32 else "tf32", BLOCK_B=BLOCK_B, BLOCK_D=block_d,
-                BLOCK_K=BLOCK_K, num_warps=4 if block_d <= 64 else 8, num_stages=1)
+                BLOCK_K=block_k, num_warps=4 if block_d <= 64 else 8, num_stages=1)
     return (Gr, triton.cdiv(B, BLOCK_B)), meta
 
 
@@ -302,7 +304,7 @@ def _forward(kernel, xg, w, D, *extra):
     Gr, B, P, K = xg.shape
     out, c = xg.new_empty(Gr, B, P, D), xg.new_empty(Gr, B, P, D)
     z, h_prev = xg.new_empty(Gr, B, P, K), xg.new_empty(Gr, (P - 1) * B, D)
-    grid, meta = _config(xg, D)
+    grid, meta = _config(xg, D, BLOCK_K_FORWARD)
     # an empty h_prev (P = 1) is never written: any valid pointer stands in
     kernel[grid](xg, w, out, z, c, h_prev if P > 1 else out, B, P, xg.stride(0), xg.stride(1), xg.stride(2), D,
                  *extra, **meta)
@@ -313,7 +315,7 @@ def _backward(kernel, z, c, w, d_out, D, *extra):
     d_out, w = _last_unit(d_out), w.contiguous()
     Gr, B, P, K = z.shape
     d_xg, d_later = z.new_empty(Gr, B, P, K), z.new_empty(Gr, (P - 1) * B, K)
-    grid, meta = _config(z, D)
+    grid, meta = _config(z, D, BLOCK_K_BACKWARD)
     kernel[grid](z, c, w, d_out, d_xg, d_later if P > 1 else d_xg, B, P, d_out.stride(0), d_out.stride(1),
                  d_out.stride(2), D, *extra, **meta)
     return d_xg, d_later
