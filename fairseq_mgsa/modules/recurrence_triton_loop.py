@@ -288,7 +288,7 @@ def _config(xg, D, block_k):
     """(grid, meta-parameters) of a launch over xg's Gr x B rows."""
     Gr, B = xg.shape[:2]
     block_d = max(16, triton.next_power_of_2(D))
-    # num_stages=1: the contraction loops are a few blocks long (D / 32), and plain loads keep
+    # num_stages=1: the contraction loops are a few blocks long (of 16 or 32), and plain loads keep
     # the store / barrier / load order of the states obvious (no asynchronous copies in flight)
     meta = dict(PREC="ieee" if xg.dtype == torch.float32 else "tf32", BLOCK_B=BLOCK_B, BLOCK_D=block_d,
                 BLOCK_K=block_k, num_warps=4 if block_d <= 64 else 8, num_stages=1)
