@@ -17,7 +17,7 @@ map takes their states back to the model's width, as the paper's parameter count
 
 No library kernel covers per-granularity weights (nn.LSTM takes one weight set), so the
 steps are written here, twice: `forward` runs them through the hand-written recurrence of
-recurrence.py (no autograd recording per step, fused cells on a GPU), every granularity over
+recurrence.py (no autograd recording per step, one kernel each way on a GPU), every granularity over
 all P steps, a granularity's slots past its phrase count zeroed after; `forward_reference`
 is the plain autograd version, which also skips a granularity's steps past its phrase count
 (`phases`), kept as the reference the tests compare with (and used with `fast = False`).

@@ -1,6 +1,8 @@
 """The element-wise step of the phrase-interaction recurrences, forward and backward, as four
-operators (`torch.ops.mgsa_recurrence.*`) that the hand-written recurrence (recurrence.py) calls
-once per step each.
+operators (`torch.ops.mgsa_recurrence.*_cell*`) that the step loop of recurrence_loops.py calls
+once per step each: the recurrence's path on the CPU, without Triton and in float64 (on a GPU
+with Triton the whole loop is one kernel each way, recurrence_triton_loop.py). Also the choice
+of kernels for a tensor (triton_kernels, loop_kernels) and the operators' registration.
 
     z      Gr x B x K   a step's gate pre-activations (may be a strided view)
     c      Gr x B x D   the previous cell state (None at the first step)
@@ -11,9 +13,9 @@ once per step each.
     (None where there is none); dc_prev is empty at the first step.
 
 On a CUDA device with Triton the step is one fused kernel each way (recurrence_triton.py);
-elsewhere (the CPU, no Triton, or MGSA_NO_TRITON=1 in the environment) the same arithmetic in torch operators. Both compute in
-float32 whatever the dtype of the states (float16 / bfloat16 under --fp16 or autocast), and
-write the states in that dtype.
+elsewhere (the CPU, no Triton, or MGSA_NO_TRITON=1 in the environment) the same arithmetic in
+torch operators. Both compute in float32 whatever the dtype of the states (float16 / bfloat16
+under --fp16 or autocast), and write the states in that dtype.
 
 They are registered operators rather than Python functions so that what dispatches them sees
 one operator per step and direction, as a GPU runs one kernel: a TorchDispatchMode counting
@@ -22,6 +24,7 @@ the LSTM's (i, f, g, o) as nn.LSTM, the ON-LSTM's (master f, master i, o, f, i, 
 master gates over chunks of `chunk_size` neurons (interaction.py).
 """
 
+import importlib
 import os
 from typing import Optional
 
@@ -32,24 +35,35 @@ from torch import Tensor
 NAMESPACE = "mgsa_recurrence"
 # tests set this (with TRITON_INTERPRET=1) to run the Triton kernels on CPU tensors
 TRITON_ON_CPU = False
-_triton = None  # the kernels' module once imported, False when Triton is missing
+_kernels = {}  # the kernel modules once imported, False when Triton is missing
 
 
-def triton_kernels(t: Tensor):
-    """recurrence_triton for a tensor it can run on, else None (imported lazily: Triton ships
-    with CUDA builds of torch, not with CPU ones)."""
-    global _triton
+def _import_kernels(t: Tensor, name: str):
+    """fairseq_mgsa.modules.<name> for a tensor its kernels can run on, else None (imported
+    lazily: Triton ships with CUDA builds of torch, not with CPU ones)."""
     if os.environ.get("MGSA_NO_TRITON") == "1":  # a user's way round a kernel that fails on their GPU
         return None
     if not (t.is_cuda or (TRITON_ON_CPU and os.environ.get("TRITON_INTERPRET") == "1")):
         return None
-    if _triton is None:
+    if name not in _kernels:
         try:
-            from . import recurrence_triton
-            _triton = recurrence_triton
+            _kernels[name] = importlib.import_module("." + name, __package__)
         except ImportError:
-            _triton = False
-    return _triton or None
+            _kernels[name] = False
+    return _kernels[name] or None
+
+
+def triton_kernels(t: Tensor):
+    """recurrence_triton (one step's cell) for a tensor it can run on, else None."""
+    return _import_kernels(t, "recurrence_triton")
+
+
+def loop_kernels(t: Tensor):
+    """recurrence_triton_loop (the whole recurrence) for a tensor it can run on, else None: its
+    products are float32, float16 or bfloat16 ones (float64, the tests' type, takes the step loop)."""
+    if t.dtype not in (torch.float32, torch.float16, torch.bfloat16):
+        return None
+    return _import_kernels(t, "recurrence_triton_loop")
 
 
 # ---------------------------------------------------------------- the torch arithmetic
@@ -182,10 +196,12 @@ SCHEMAS = {
 }
 
 
-def _register():
-    # a fragment, so that a second import of this file (another package name) adds nothing twice
+def register(schemas):
+    """Defines {name: (schema, implementation)} in the namespace, the implementation for CPU and
+    CUDA tensors alike (it picks its own path)."""
+    # a fragment, so that a second import of a file (another package name) adds nothing twice
     lib = torch.library.Library(NAMESPACE, "FRAGMENT")
-    for name, (schema, fn) in SCHEMAS.items():
+    for name, (schema, fn) in schemas.items():
         if hasattr(getattr(torch.ops, NAMESPACE), name):
             continue
         lib.define(name + schema)
@@ -194,5 +210,5 @@ def _register():
     return lib
 
 
-_LIBRARY = _register()
+_LIBRARY = register(SCHEMAS)
 ops = getattr(torch.ops, NAMESPACE)

@@ -1,6 +1,9 @@
 """Triton kernels of the recurrences' element-wise step (recurrence_cells.py has the torch
 arithmetic they fuse, and the layouts): one program per (granularity, sentence) row, the row's
-gates in float32 registers. Imported only where Triton is (CUDA builds of torch ship it).
+gates in float32 registers. Imported only where Triton is (CUDA builds of torch ship it). On a
+GPU they run where the whole-loop kernels (recurrence_triton_loop.py) do not: float64 states,
+a launch per step and direction; the loop kernels share their _tanh and their layout of the
+ON-LSTM's master gates.
 
 The ON-LSTM's master gates live on chunks of neurons; a program works at neuron resolution,
 each neuron reading its chunk's pre-activation, and counts a chunk once (at its first neuron)

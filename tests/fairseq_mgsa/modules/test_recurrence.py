@@ -1,6 +1,7 @@
 """The hand-written recurrence (modules/recurrence.py, the default) against the plain one
 recorded by autograd (StackedRecurrence.forward_reference), forward and gradients, and the
-fused Triton cells (modules/recurrence_triton.py) against the torch cells.
+fused Triton cells (modules/recurrence_triton.py) against the torch cells
+(test_recurrence_triton_loop.py: the whole-loop kernels against the torch step loop).
 
 The Triton tests run where Triton imports: on a GPU for real, on the CPU through Triton's
 interpreter (TRITON_INTERPRET=1 set before Triton is imported, e.g.
@@ -13,7 +14,7 @@ import os
 import pytest
 import torch
 
-from fairseq_mgsa.modules import recurrence_cells
+from fairseq_mgsa.modules import recurrence_cells, recurrence_loops
 from fairseq_mgsa.modules.interaction import build_interaction
 from fairseq_mgsa.modules.recurrence import recurrence
 
@@ -89,9 +90,11 @@ def test_fast_recurrence_under_padding_equals_plain_through_the_layer():
         torch.testing.assert_close(a, b, atol=1e-11, rtol=1e-10)
 
 
-def test_each_step_is_one_operator_each_way():
-    """What a dispatch-level count sees (a GPU's launches, benchmarks' op counts): per step, one
-    product and one cell forward, one cell backward and one product backward."""
+@pytest.mark.parametrize("chunk_size", [0, 2])
+@pytest.mark.parametrize("P", [1, 6])
+def test_the_whole_recurrence_is_one_operator_each_way(chunk_size, P):
+    """What a dispatch-level count sees (a GPU's launches, benchmarks' op counts): the recurrence
+    of every step as one operator forward and one backward, then W's gradient as one product."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class Count(TorchDispatchMode):
@@ -103,15 +106,18 @@ def test_each_step_is_one_operator_each_way():
             self.ops.append(func.overloadpacket.__name__)
             return func(*args, **(kwargs or {}))
 
-    P, K, D = 6, 4 * 8 + 2 * 4, 8
+    D = 8
+    K = 4 * D + (2 * (D // chunk_size) if chunk_size else 0)
     xg = torch.randn(2, 3, P, K, requires_grad=True)
     w = torch.randn(2, K, D, requires_grad=True)
     with Count() as counted:
-        recurrence(xg, w, 2).sum().backward()
+        recurrence(xg, w, chunk_size).sum().backward()
     names = counted.ops
-    assert names.count("onlstm_cell") == P and names.count("onlstm_cell_backward") == P
-    assert names.count("baddbmm") == P - 1  # the first step has no recurrent product
-    assert names.count("bmm") == P  # P - 1 recurrent products backward, W's gradient once
+    kind = "onlstm" if chunk_size else "lstm"
+    assert names.count(kind + "_recurrence") == 1 and names.count(kind + "_recurrence_backward") == 1
+    assert not {"baddbmm", kind + "_cell", kind + "_cell_backward"} & set(names)
+    # W's gradient: one product over steps 1..P-1 (zeros with one step)
+    assert names.count("bmm") == (P > 1) and names.count("zeros_like") == (P == 1)
 
 
 # ---------------------------------------------------------------- Triton
@@ -121,8 +127,28 @@ def triton_or_skip(device):
         pytest.skip("triton is not installed (CUDA builds of torch ship it)")
     if device == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
         pytest.skip("no GPU: Triton runs on the CPU through its interpreter, TRITON_INTERPRET=1")
+    if device == "cpu":
+        interpret_loops_on_numpy_2()
     from fairseq_mgsa.modules import recurrence_triton
     return recurrence_triton
+
+
+def interpret_loops_on_numpy_2():
+    """Triton 3.6's interpreter holds a scalar as a one-element array and makes a loop bound an
+    int with int(array), which numpy >= 2.4 refuses: the loop kernels (recurrence_triton_loop.py)
+    run `for t in range(0, P)`. The compiler has no such step; this gives the interpreter .item()."""
+    from triton.runtime import interpreter
+
+    patch = interpreter._patch_lang_tensor
+    if getattr(patch, "mgsa_scalar_index", False):
+        return
+
+    def patched(tensor, scope):
+        patch(tensor, scope)
+        scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.item()))
+
+    patched.mgsa_scalar_index = True
+    interpreter._patch_lang_tensor = patched
 
 
 DEVICES = ["cuda"] if torch.cuda.is_available() else ["cpu"]
@@ -165,10 +191,16 @@ def test_triton_cells_equal_torch_cells(device, chunk_size, D, dtype):
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("kind", ["lstm", "onlstm"])
-def test_recurrence_with_triton_cells_equals_plain(device, kind, monkeypatch):
+@pytest.mark.parametrize("path", ["loop kernels", "cells"])
+def test_recurrence_with_triton_equals_plain(device, kind, path, monkeypatch):
+    """The layer through the whole-loop kernels (float32's path on a GPU) or, without them, the
+    torch step loop with the fused cells (float64's), against the plain recurrence."""
     triton_or_skip(device)
     monkeypatch.setattr(recurrence_cells, "TRITON_ON_CPU", True)
-    assert recurrence_cells.triton_kernels(torch.empty(0, device=device)) is not None
+    t = torch.empty(0, device=device)
+    assert recurrence_cells.triton_kernels(t) is not None and recurrence_cells.loop_kernels(t) is not None
+    if path == "cells":
+        monkeypatch.setattr(recurrence_loops, "loop_kernels", lambda t: None)
     torch.manual_seed(4)
     rec = build_interaction(kind, 3, 6, 8, 2).to(device)
     counts = torch.tensor([[5, 2, 3], [1, 4, 4], [3, 3, 3]], device=device)
@@ -190,7 +222,9 @@ def test_mgsa_no_triton_turns_the_kernels_off(monkeypatch):
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     t = torch.zeros(1)
     monkeypatch.setenv("MGSA_NO_TRITON", "1")
-    assert recurrence_cells.triton_kernels(t) is None
+    assert recurrence_cells.triton_kernels(t) is None and recurrence_cells.loop_kernels(t) is None
     monkeypatch.delenv("MGSA_NO_TRITON")
     pytest.importorskip("triton")
-    assert recurrence_cells.triton_kernels(t) is not None
+    assert recurrence_cells.triton_kernels(t) is not None and recurrence_cells.loop_kernels(t) is not None
+    # float64 has no loop kernels: the step loop (with the cells' kernels) runs it
+    assert recurrence_cells.loop_kernels(t.double()) is None and recurrence_cells.triton_kernels(t.double())
