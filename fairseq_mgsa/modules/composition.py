@@ -12,11 +12,16 @@ phrase count P_g:
     index  N       slot of each token (b * P_g + phrase), padding -> S - 1
     out    S x C   S = B * P_g + 1 slots; the last collects padding
 
-`forward_all` composes every granularity in one set of operations, the tokens copied once
-per granularity, over the largest phrase count P:
+`forward_all` composes every granularity in one set of operations over the largest phrase
+count P, from the partitions themselves:
 
-    index  Gr x N       slot of each token in each granularity (b * P + phrase)
-    out    Gr x S x C   S = B * P + 1
+    x             B x T x C
+    phrase_index  Gr x B x T       phrase of each token in each granularity, -1 at padding
+    out           Gr x B x P x C   slots past a sentence's phrases are 0
+
+The max-pooling and LSTM compositions copy the tokens once per granularity onto one flat
+slot axis (`token_slots`, `flat_slots`); the SAN composition attends with one fused
+attention call over a phrase-membership mask instead (san_attention.py).
 
 On a GPU, which is launch-bound here, `forward_all` launches a third as many kernels for
 three granularities. On a CPU it is the slower one: its Gr * N x C tensors are large enough
@@ -26,13 +31,15 @@ benchmarks/profile_mgsa_layer.py). PhraseMemory picks by device.
 """
 
 import math
+from typing import Tuple
 
 import torch
 import torch.nn as nn
 from torch import Tensor
+from torch.nn.utils.rnn import PackedSequence
 
 from ..errors import MGSAError
-from torch.nn.utils.rnn import PackedSequence
+from .san_attention import san_attention
 
 
 def segment_max(x: Tensor, index: Tensor, num_slots: int) -> Tensor:
@@ -61,6 +68,20 @@ def flat_slots(index: Tensor, num_slots: int) -> Tensor:
     return (index + offsets.unsqueeze(1)).view(-1)
 
 
+def token_slots(phrase_index: Tensor, P: int) -> Tuple[Tensor, int]:
+    """Gr x B x T phrases of the tokens (-1 at padding) -> (Gr x N slot of each token, S):
+    sentence b's phrase p in slot b * P + p of S = B * P + 1, padding in the last one."""
+    Gr, B, T = phrase_index.shape
+    slots = B * P
+    offsets = torch.arange(0, slots, P, device=phrase_index.device).unsqueeze(1)  # B x 1
+    return (phrase_index + offsets).masked_fill(phrase_index < 0, slots).view(Gr, B * T), slots + 1
+
+
+def phrases_of_slots(out: Tensor, B: int, P: int) -> Tensor:
+    """Gr x S x C slots (token_slots) -> Gr x B x P x C, the padding slot dropped."""
+    return out[:, :B * P].view(out.size(0), B, P, out.size(-1))
+
+
 def tokens_per_granularity(x: Tensor, G: int) -> Tensor:
     N, C = x.shape
     return x.expand(G, N, C).reshape(G * N, C)
@@ -72,10 +93,12 @@ class MaxPoolComposition(nn.Module):
     def forward(self, x: Tensor, index: Tensor, num_slots: int, granularity: int = 0) -> Tensor:
         return segment_max(x, index, num_slots)
 
-    def forward_all(self, x: Tensor, index: Tensor, num_slots: int) -> Tensor:
-        G = index.size(0)
-        out = segment_max(tokens_per_granularity(x, G), flat_slots(index, num_slots), G * num_slots)
-        return out.view(G, num_slots, -1)
+    def forward_all(self, x: Tensor, phrase_index: Tensor, P: int) -> Tensor:
+        B, T, C = x.shape
+        G = phrase_index.size(0)
+        index, S = token_slots(phrase_index, P)
+        out = segment_max(tokens_per_granularity(x.reshape(B * T, C), G), flat_slots(index, S), G * S)
+        return phrases_of_slots(out.view(G, S, C), B, P)
 
 
 class SANComposition(nn.Module):
@@ -106,20 +129,30 @@ class SANComposition(nn.Module):
         weights = segment_softmax(scores, index, num_slots)
         return segment_sum(weights.unsqueeze(-1) * x, index, num_slots)
 
-    def forward_all(self, x: Tensor, index: Tensor, num_slots: int) -> Tensor:
+    def forward_all(self, x: Tensor, phrase_index: Tensor, P: int) -> Tensor:
+        """Every granularity at once, in one fused attention call (san_attention.py)."""
+        return san_attention(x, phrase_index, P, self.q_weight, self.q_bias, self.k_weight, self.k_bias,
+                             self.scaling)
+
+    def forward_all_reference(self, x: Tensor, phrase_index: Tensor, P: int) -> Tensor:
+        """forward_all in the flat segment arithmetic of `forward`, every granularity's tokens
+        copied onto one slot axis: the plain reference of the fused path."""
         G, D = self.q_weight.shape[:2]
-        N, C = x.shape
+        B, T, C = x.shape
+        N = B * T
+        x = x.reshape(N, C)
+        index, num_slots = token_slots(phrase_index, P)
         flat, S = flat_slots(index, num_slots), G * num_slots
         xs = tokens_per_granularity(x, G)  # Gr*N x C
         pooled = segment_max(xs, flat, S).view(G, num_slots, C)
         q = torch.baddbmm(self.q_bias.unsqueeze(1), pooled, self.q_weight.transpose(1, 2)) * self.scaling
-        # every granularity's keys in one product: N x Gr*D, read as Gr x N x D in place (a copy
-        # into that layout would be one more operator each way)
+        # every granularity's keys in one product: N x Gr*D, read as Gr x N x D in place
         k = nn.functional.linear(x, self.k_weight.view(G * D, C), self.k_bias.view(G * D)).view(N, G, D)
         # Gr*N: each token against its own phrase's query
         scores = (q.view(S, D)[flat].view(G, N, D) * k.transpose(0, 1)).sum(dim=-1).view(G * N)
         weights = segment_softmax(scores, flat, S)
-        return segment_sum(weights.unsqueeze(-1) * xs, flat, S).view(G, num_slots, C)
+        out = segment_sum(weights.unsqueeze(-1) * xs, flat, S).view(G, num_slots, C)
+        return phrases_of_slots(out, B, P)
 
 
 class LSTMComposition(nn.Module):
@@ -169,9 +202,13 @@ class LSTMCompositions(nn.Module):
     def forward(self, x: Tensor, index: Tensor, num_slots: int, granularity: int = 0) -> Tensor:
         return self.per_granularity[granularity](x, index, num_slots)
 
-    def forward_all(self, x: Tensor, index: Tensor, num_slots: int) -> Tensor:
+    def forward_all(self, x: Tensor, phrase_index: Tensor, P: int) -> Tensor:
         # nn.LSTM takes one weight set: one fused run per granularity in either layout
-        return torch.stack([comp(x, idx, num_slots) for comp, idx in zip(self.per_granularity, index)])
+        B, T, C = x.shape
+        index, S = token_slots(phrase_index, P)
+        tokens = x.reshape(B * T, C)
+        out = torch.stack([comp(tokens, idx, S) for comp, idx in zip(self.per_granularity, index)])
+        return phrases_of_slots(out, B, P)
 
 
 def build_composition(name: str, num_granularities: int, embed_dim: int, dim: int) -> nn.Module:

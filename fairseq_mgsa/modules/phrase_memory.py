@@ -74,13 +74,8 @@ class PhraseMemory(nn.Module):
 
     def compose_all(self, x: Tensor, partitions: List[Partition], P: int) -> Tensor:
         """Gr x B x P x C, every granularity in one call over P phrase slots per sentence."""
-        B, T, C = x.shape
-        slots = B * P
         phrase_index = torch.stack([p.phrase_index for p in partitions])  # Gr x B x T, -1 at padding
-        # slot of each token in its granularity; padding tokens go to an extra slot that is dropped
-        offsets = torch.arange(0, slots, P, device=x.device).unsqueeze(1)  # B x 1
-        index = (phrase_index + offsets).masked_fill(phrase_index < 0, slots).view(len(partitions), B * T)
-        return self.composition.forward_all(x.reshape(B * T, C), index, slots + 1)[:, :slots].view(-1, B, P, C)
+        return self.composition.forward_all(x, phrase_index, P)
 
     def compose_each(self, x: Tensor, partitions: List[Partition], P: int) -> Tensor:
         """Gr x B x P x C, one call per granularity over its own P_g phrase slots."""

@@ -61,15 +61,11 @@ def partitions(mask):
     return {"ngram2": ngram_partition(mask, 2), "syn1": syntactic_partition(mask)}
 
 
-def token_slots(mask):
-    """What PhraseMemory hands a composition: each token's phrase slot in each of two
-    granularities (3-grams and 2-grams), Gr x N, padding in the last slot."""
+def granularity_phrases(mask):
+    """What PhraseMemory hands a composition: the phrase of each token in each of two
+    granularities (3-grams and 2-grams), Gr x B x T (-1 at padding), and the phrase slots P."""
     parts = [ngram_partition(mask, 3), ngram_partition(mask, 2)]
-    B, T = mask.shape
-    P = max(p.max_phrases for p in parts)
-    phrase_index = torch.stack([p.phrase_index for p in parts])  # Gr x B x T
-    index = phrase_index + (torch.arange(B) * P).unsqueeze(1)
-    return index.masked_fill(phrase_index < 0, B * P).view(len(parts), -1), B * P + 1
+    return torch.stack([p.phrase_index for p in parts]), max(p.max_phrases for p in parts)
 
 
 def tiny_encoder_layer():
@@ -97,16 +93,17 @@ def tiny_encoder_layer():
 # name -> (module factory, inputs(mask) -> tensors that get gradients + extras, forward)
 def composition_case(factory, all_at_once):
     def inputs(mask):
-        index, slots = token_slots(mask)
-        return [torch.randn(mask.numel(), C)], (index, slots)
+        return [torch.randn(*mask.shape, C)], granularity_phrases(mask)
 
     def forward(m, xs, extra):
-        index, slots = extra
+        phrase_index, P = extra
         if all_at_once:
-            out = m.forward_all(xs[0], index, slots)
-        else:
-            out = torch.stack([m(xs[0], idx, slots, j) for j, idx in enumerate(index)])
-        return out[:, :-1]  # the padding slot is dropped
+            return m.forward_all(xs[0], phrase_index, P)
+        # one granularity at a time on the flat token axis, padding in the last slot (dropped)
+        B, T = phrase_index.shape[1:]
+        index = (phrase_index + (torch.arange(B) * P).unsqueeze(1)).masked_fill(phrase_index < 0, B * P)
+        tokens = xs[0].reshape(B * T, C)
+        return torch.stack([m(tokens, idx.view(-1), B * P + 1, j)[:-1] for j, idx in enumerate(index)])
 
     return factory, inputs, forward
 
