@@ -38,7 +38,7 @@ from torch import Tensor
 
 from ..errors import MGSAError
 from .granularities import WORD, Granularities
-from .partition import Partition
+from .partition import Partition, stack_slices
 from .phrase_memory import ComposedPhrases, PhraseMemory
 
 
@@ -130,7 +130,7 @@ class MultiGranularitySelfAttention(MultiheadAttention):
                 keep.append(word_keep.unsqueeze(1).expand(B, len(self.word_groups), T))  # B x Gw x T
         if self.phrase_memory is not None:
             parts = [partitions[g] for g in self._phrase_granularities]
-            counts = torch.stack([p.num_phrases for p in parts])  # Gr x B
+            counts = stack_slices([p.num_phrases for p in parts])  # Gr x B
             h_g, g_m = self.phrase_memory(x, parts, counts)  # Gr x B x P x C
             composed = ComposedPhrases(g_m, self._phrase_granularities, parts)
             num_phrases = counts.t()  # B x Gr

@@ -23,7 +23,7 @@ phrase of its own at every granularity (n-gram and syntactic alike), so the word
 phrases never straddle it.
 """
 
-from typing import Dict, List, NamedTuple, Optional
+from typing import Dict, List, NamedTuple, Optional, Sequence
 
 import torch
 from torch import Tensor
@@ -54,6 +54,20 @@ class Positions(NamedTuple):
     def of(cls, padding_mask: Tensor) -> "Positions":
         pos, lengths = token_positions(padding_mask)
         return cls(padding_mask, pos, lengths, pos == (lengths - 1).unsqueeze(1))
+
+
+def stack_slices(tensors: Sequence[Tensor]) -> Tensor:
+    """torch.stack(tensors), read in place (no copy, no kernel) where they are consecutive
+    slices of one tensor along its first dimension, as the partitions of consecutive n-grams
+    or tree levels are (ngram_partitions, tree_partitions make them at once)."""
+    first = tensors[0]
+    base = first._base
+    if base is not None and base.dim() == first.dim() + 1:
+        step = base.stride(0)
+        if all(t._base is base and t.shape == first.shape and t.stride() == first.stride()
+               and t.storage_offset() == first.storage_offset() + i * step for i, t in enumerate(tensors)):
+            return base.as_strided((len(tensors), *first.shape), (step, *first.stride()), first.storage_offset())
+    return torch.stack(list(tensors))
 
 
 def token_positions(padding_mask: Tensor):

@@ -15,7 +15,7 @@ from torch import Tensor
 
 from .composition import build_composition
 from .interaction import build_interaction
-from .partition import Partition
+from .partition import Partition, stack_slices
 
 
 class ComposedPhrases(Mapping):
@@ -69,12 +69,12 @@ class PhraseMemory(nn.Module):
         if self.interaction is None:
             return g, g
         if num_phrases is None:
-            num_phrases = torch.stack([p.num_phrases for p in partitions])
+            num_phrases = stack_slices([p.num_phrases for p in partitions])
         return self.interaction(g, num_phrases), g
 
     def compose_all(self, x: Tensor, partitions: List[Partition], P: int) -> Tensor:
         """Gr x B x P x C, every granularity in one call over P phrase slots per sentence."""
-        phrase_index = torch.stack([p.phrase_index for p in partitions])  # Gr x B x T, -1 at padding
+        phrase_index = stack_slices([p.phrase_index for p in partitions])  # Gr x B x T, -1 at padding
         return self.composition.forward_all(x, phrase_index, P)
 
     def compose_each(self, x: Tensor, partitions: List[Partition], P: int) -> Tensor:
