@@ -3,8 +3,9 @@
 Each phrase slot's query (its max-pooled tokens, projected) attends over its sentence's T
 tokens with a Gr x B x P x T membership mask, keys the granularity's key projections of the
 tokens, values the tokens themselves: one `scaled_dot_product_attention` call, where the
-segment arithmetic of SANComposition.forward_all_reference takes some twenty operators
-forward and backward (scatters, gathers, exp, div). Same outputs and gradients, to rounding.
+segment arithmetic of SANComposition.forward_all_reference scores, normalises and sums by
+scatters and gathers (some 40 operators forward and backward). Same outputs and gradients,
+to rounding.
 
 Slots: sentence b's phrase p is slot b * (P + 1) + 1 + p of its granularity, its padding
 tokens share slot b * (P + 1) (max-pooled, projected, never attended from), so one add puts
@@ -16,15 +17,16 @@ every token instead (finite, whatever the backend) and are set to 0 after, as th
 arithmetic leaves them; their zeroed output sends no gradient back.
 
 Which kernel runs (torch's sdp_utils): the queries and keys are D wide, the values C (the
-model's width). On CUDA, memory-efficient attention takes a boolean or additive mask and a
-value width other than the key width (its check: q and k widths equal, q and v widths
-multiples of the GEMM alignment, last dimension contiguous; the stride-0 values broadcast
-over granularities are read in place, its backward allocates the value gradient afresh);
-flash attention takes no mask. One kernel forward, one backward, plus the conversion of
-the boolean mask to an additive one (and its padding to a multiple of 8 keys). The CPU's
-fused kernel wants q, k and v equally wide, so where D != C the CPU runs the math path
-(two matmuls and a softmax, about seven operators each way): counted on the CPU
-(benchmarks/op_counts.py), this composition shows those.
+model's width). Flash attention takes no mask; on CUDA, memory-efficient attention takes a
+boolean or additive mask and a value width other than the key width (its check: q and k
+widths equal, q and v widths multiples of the GEMM alignment, last dimension contiguous; the
+stride-0 values broadcast over granularities are read in place, its backward allocates the
+value gradient afresh).
+One kernel forward, one backward, plus the conversion of the boolean mask to an additive
+one (and its padding to a multiple of 8 keys). The CPU's fused kernel wants q, k and v
+equally wide, so where D != C the CPU runs the math path (two products and a softmax,
+8 operators each way): counted on the CPU (benchmarks/op_counts.py), this composition
+shows those.
 """
 
 from typing import Tuple
