@@ -47,6 +47,7 @@ import os
 import statistics
 import sys
 import time
+from collections.abc import Mapping
 
 import torch
 
@@ -153,7 +154,7 @@ def profile(model, batch_size, a, before_layer=None):
     def backward(out, *phrases):
         # the layer returns (x, G_1, .., G_n); versions before the tuple return returned
         # (x, {granularity: (G, partition)})
-        if len(phrases) == 1 and isinstance(phrases[0], dict):
+        if len(phrases) == 1 and isinstance(phrases[0], Mapping):
             phrases = [g for g, _ in phrases[0].values()]
         loss = out.sum() + sum(g.sum() for g in phrases)
         loss.backward()
