@@ -35,19 +35,19 @@ def phrases(mask, G):
     return torch.stack([p.phrase_index for p in parts]), max(p.max_phrases for p in parts)
 
 
-def composition(G, seed=0, dtype=torch.float64):
+def composition(G, seed=0, dtype=torch.float64, widths=(C, D)):
     torch.manual_seed(seed)
-    comp = SANComposition(G, C, D).to(dtype)
+    comp = SANComposition(G, *widths).to(dtype)
     with torch.no_grad():  # biases away from zero, so that every term of the gradient shows
         for p in comp.parameters():
             p.uniform_(-1, 1)
     return comp
 
 
-def tokens(mask, ties, dtype=torch.float64):
+def tokens(mask, ties, dtype=torch.float64, width=C):
     if ties:  # small integers: phrases tie at their max, some at exactly 0
-        return torch.randint(-2, 3, (*mask.shape, C)).to(dtype).requires_grad_()
-    return torch.randn(*mask.shape, C, dtype=dtype, requires_grad=True)
+        return torch.randint(-2, 3, (*mask.shape, width)).to(dtype).requires_grad_()
+    return torch.randn(*mask.shape, width, dtype=dtype, requires_grad=True)
 
 
 def run(comp, forward, x, phrase_index, P, upstream):
@@ -161,6 +161,29 @@ def test_fused_composition_in_half_precision_is_close_to_the_float64_reference(m
     for got, want in zip(grads, ref_grads):
         assert torch.isfinite(got).all()
         assert (got.double() - want).abs().max() <= grad_tol * scale
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=str)
+def test_fused_composition_takes_memory_efficient_attention_on_cuda(dtype):
+    """With SDPA restricted to memory-efficient attention (it raises where the inputs do not
+    qualify), close to the float64 reference. Widths the kernel's alignment takes (D % 8)."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    mask = padding_mask(left=True)
+    phrase_index, P = phrases(mask, 3)
+    comp, x = composition(3, widths=(32, 8)), tokens(mask, ties=False, width=32)
+    upstream = torch.randn(3, len(LENGTHS), P, 32, dtype=torch.float64)
+    ref, ref_grads = run(comp, comp.forward_all_reference, x, phrase_index, P, upstream)
+    gpu, xg = copy.deepcopy(comp).to("cuda", dtype), x.detach().to("cuda", dtype).requires_grad_()
+    with sdpa_kernel(SDPBackend.EFFICIENT_ATTENTION):
+        out, grads = run(gpu, gpu.forward_all, xg, phrase_index.cuda(), P, upstream.to("cuda", dtype))
+    tol = {torch.float32: 1e-4, torch.float16: 5e-3, torch.bfloat16: 4e-2}[dtype]
+    assert (out.double().cpu() - ref).abs().max() <= tol * ref.abs().max()
+    scale = max(g.abs().max() for g in ref_grads)
+    for got, want in zip(grads, ref_grads):
+        assert torch.isfinite(got).all()
+        assert (got.double().cpu() - want).abs().max() <= tol * scale
 
 
 def test_fused_composition_launches_fewer_operators():
