@@ -10,6 +10,7 @@ interpreter (TRITON_INTERPRET=1 set before Triton is imported, e.g.
 
 import importlib.util
 import os
+import sys
 
 import pytest
 import torch
@@ -214,7 +215,27 @@ def test_recurrence_with_triton_equals_plain(device, kind, path, monkeypatch):
         torch.testing.assert_close(a, b, atol=1e-4, rtol=1e-4)
 
 
-def test_mgsa_no_triton_turns_the_kernels_off(monkeypatch):
+@pytest.fixture
+def kernel_modules_restored(monkeypatch):
+    """The kernel modules as they were before the test: one imported under TRITON_INTERPRET=1
+    holds the interpreter's functions, and a later test on the same worker (compiling the
+    kernels for a GPU, or running them on one) would get it from sys.modules."""
+    names = [f"fairseq_mgsa.modules.{m}" for m in ("recurrence_triton", "recurrence_triton_loop")]
+    before = {n: sys.modules[n] for n in names if n in sys.modules}
+    monkeypatch.setattr(recurrence_cells, "_kernels", {})
+    yield
+    package = sys.modules["fairseq_mgsa.modules"]
+    for n in names:
+        if n in before:
+            sys.modules[n] = before[n]
+            setattr(package, n.rsplit(".", 1)[1], before[n])
+        else:
+            sys.modules.pop(n, None)
+            if hasattr(package, n.rsplit(".", 1)[1]):
+                delattr(package, n.rsplit(".", 1)[1])
+
+
+def test_mgsa_no_triton_turns_the_kernels_off(monkeypatch, kernel_modules_restored):
     """MGSA_NO_TRITON=1 (docs/troubleshooting.md) gives the torch cells even where the Triton
     kernels would run (here: the interpreter on CPU tensors, when Triton imports)."""
     from fairseq_mgsa.modules import recurrence_cells
