@@ -107,6 +107,14 @@ def get_parser():
     p.add_argument("--no-interleave", dest="interleave", action="store_false",
                    help="skip the interleaved (paired) timing; ratios then come from wall times")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="interleaved timing: rounds over the timed batches at most (each batch's shape warmed first)")
+    p.add_argument("--ci-target", type=float, default=0.03,
+                   help="stop the rounds once every median speed ratio's 95%% interval is within +-this of it "
+                        "(0: run every round)")
+    p.add_argument("--warm", choices=["auto", "first", "all"], default="auto",
+                   help="before the interleaved timing, train every system on every batch once (all; auto on a GPU) "
+                        "or on the --warmup first ones (first; auto on the CPU)")
     p.add_argument("--fp16", action="store_true",
                    help="mixed precision: float16 autocast with a GradScaler (fairseq's --amp); on a GPU, or on the "
                         "CPU where torch has float16 kernels (the GPU check's dry run)")
@@ -203,6 +211,10 @@ def main(argv=None):
     if a.threads:
         torch.set_num_threads(a.threads)
     device = torch.device(a.device)
+    if a.warm == "auto":
+        a.warm = "all" if device.type == "cuda" else "first"
+    if a.rounds < 1:
+        p.error(f"--rounds must be >= 1 (got {a.rounds})")
     if device.type == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
@@ -291,10 +303,12 @@ def run(a, chosen, device, out):
 
         if a.interleave:
             logger.info("interleaved timing: every batch trains every system, rotating order")
-            times = timing.train_interleaved(names, all_args, task, batches, a, device)
+            times = timing.train_interleaved(names, all_args, task, batches, a, device, baseline)
             for n, r in results.items():
                 r["interleaved_update_s"] = times[n]
-                r["tokens_per_s_interleaved"] = tokens / sum(times[n])
+                # rounds repeat the timed batches: tokens of one pass, times of every round
+                r["tokens_per_s_interleaved"] = tokens * len(times[n]) / len(timed) / sum(times[n])
+                r["interleaved_rounds"] = len(times[n]) / len(timed)
                 if baseline in times:
                     pr = timing.paired(times[n], times[baseline])
                     r.update(pr)

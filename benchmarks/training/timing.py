@@ -145,27 +145,65 @@ def train_one(args, task, batches, a, device, mem, save=None):
     return result
 
 
-def train_interleaved(names, all_args, task, batches, a, device):
+def train_interleaved(names, all_args, task, batches, a, device, baseline=None):
     """Paired timing: all systems live at once and every timed batch trains each of them once,
     back to back, in an order that rotates from batch to batch. A machine whose speed drifts
     (a shared or throttled CPU, another job on the GPU) then slows them alike, and each batch
-    gives a paired ratio. Returns {name: [seconds of each timed update]}."""
+    gives a paired ratio. Returns {name: [seconds of each timed update]}.
+
+    Before any timing every system trains every batch once (a.warm == "all", the GPU's default):
+    the first use of a batch shape pays for kernel selection, allocator growth and Triton
+    compilations, which must land on no timed update (the first GPU run's per-batch ratios
+    ranged from 0.2 to 13 without it). Then rounds over the timed batches, each update between
+    CUDA events after a synchronisation, until every system's median speed ratio against the
+    baseline has a 95% interval within +-a.ci_target of it, or a.rounds rounds."""
     trainers = {n: make_trainer(all_args[n], task, batches, a, device) for n in names}
-    for i in range(a.warmup):
+    warm = range(len(batches)) if getattr(a, "warm", "first") == "all" else range(a.warmup)
+    for i in warm:
         for n in names:
             trainers[n][1](trainers[n][2][i])
     times = {n: [] for n in names}
-    for j, i in enumerate(range(a.warmup, len(batches))):
-        for n in names[j % len(names):] + names[: j % len(names)]:
-            _, step, model_batches_, _ = trainers[n]
-            sync(device)
-            t0 = time.perf_counter()
-            step(model_batches_[i])
-            sync(device)
-            times[n].append(time.perf_counter() - t0)
+    timed = list(range(a.warmup, len(batches)))
+    rounds, target = max(1, getattr(a, "rounds", 1)), getattr(a, "ci_target", 0.0)
+    for r in range(rounds):
+        for j, i in enumerate(timed):
+            k = (r * len(timed) + j) % len(names)
+            for n in names[k:] + names[:k]:
+                _, step, model_batches_, _ = trainers[n]
+                times[n].append(timed_update(step, model_batches_[i], device))
+        if target and baseline in times and r + 1 < rounds and within(times, baseline, target):
+            break
     del trainers
     gc.collect()
     return times
+
+
+def timed_update(step, sample, device):
+    """Seconds of one update: CUDA events around it on a GPU (the GPU's own clock, no host
+    timer), the host's clock elsewhere; the device idle before it starts."""
+    sync(device)
+    if device.type != "cuda":
+        t0 = time.perf_counter()
+        step(sample)
+        return time.perf_counter() - t0
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    step(sample)
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / 1000
+
+
+def within(times, baseline, target, resamples=500):
+    """Whether every system's median speed ratio has a 95% interval within +-target of it."""
+    for n, t in times.items():
+        if n == baseline or len(t) < 8:
+            continue
+        speed = [b / m for m, b in zip(t, times[baseline])]
+        lo, hi = bootstrap_median_ci(speed, resamples)
+        if (hi - lo) / 2 > target * statistics.median(speed):
+            return False
+    return True
 
 
 def paired(times, baseline, resamples=2000):
@@ -182,7 +220,8 @@ def paired(times, baseline, resamples=2000):
             "time_ratio_min": min(ratios), "time_ratio_max": max(ratios),
             "speed_ratio_interleaved": sum(baseline) / sum(times),
             "speed_ratio_interleaved_median": statistics.median(speed),
-            "speed_ratio_interleaved_ci95": bootstrap_median_ci(speed, resamples)}
+            "speed_ratio_interleaved_ci95": bootstrap_median_ci(speed, resamples),
+            "paired_updates": len(ratios)}
 
 
 def bootstrap_median_ci(values, resamples=2000):

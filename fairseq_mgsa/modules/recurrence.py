@@ -17,10 +17,13 @@ recurrence (StackedRecurrence.forward_reference), which the tests compare it wit
 
 import torch
 from torch import Tensor
-from torch.autograd.function import once_differentiable
 
 from . import recurrence_loops  # noqa: F401 (registers the operators)
 from .recurrence_cells import ops
+
+
+DOUBLE_BACKWARD = ("MG-SA's phrase-interaction recurrence has no double backward: its gradient cannot be "
+                   "differentiated again (create_graph=True); --mgsa-interaction none has no recurrence")
 
 
 class Recurrence(torch.autograd.Function):
@@ -38,8 +41,9 @@ class Recurrence(torch.autograd.Function):
         return out
 
     @staticmethod
-    @once_differentiable
     def backward(ctx, d_out: Tensor):
+        if torch.is_grad_enabled():  # create_graph=True: a gradient that is to be differentiated again
+            raise RuntimeError(DOUBLE_BACKWARD)
         w, h_prev, z, c = ctx.saved_tensors
         if ctx.chunk_size:
             d_xg, d_later = ops.onlstm_recurrence_backward(z, c, w, d_out, ctx.chunk_size)

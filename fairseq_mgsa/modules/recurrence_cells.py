@@ -1,8 +1,8 @@
 """The element-wise step of the phrase-interaction recurrences, forward and backward, as four
 operators (`torch.ops.mgsa_recurrence.*_cell*`) that the step loop of recurrence_loops.py calls
 once per step each: the recurrence's path on the CPU, without Triton and in float64 (on a GPU
-with Triton the whole loop is one kernel each way, recurrence_triton_loop.py). Also the choice
-of kernels for a tensor (triton_kernels, loop_kernels) and the operators' registration.
+with Triton the whole loop is one kernel each way, recurrence_triton_loop.py), and the operators'
+registration; recurrence_path.py chooses between the Triton kernels and the torch arithmetic.
 
     z      Gr x B x K   a step's gate pre-activations (may be a strided view)
     c      Gr x B x D   the previous cell state (None at the first step)
@@ -24,46 +24,32 @@ the LSTM's (i, f, g, o) as nn.LSTM, the ON-LSTM's (master f, master i, o, f, i, 
 master gates over chunks of `chunk_size` neurons (interaction.py).
 """
 
-import importlib
-import os
 from typing import Optional
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
+from . import recurrence_path
+
 NAMESPACE = "mgsa_recurrence"
-# tests set this (with TRITON_INTERPRET=1) to run the Triton kernels on CPU tensors
-TRITON_ON_CPU = False
-_kernels = {}  # the kernel modules once imported, False when Triton is missing
-
-
-def _import_kernels(t: Tensor, name: str):
-    """fairseq_mgsa.modules.<name> for a tensor its kernels can run on, else None (imported
-    lazily: Triton ships with CUDA builds of torch, not with CPU ones)."""
-    if os.environ.get("MGSA_NO_TRITON") == "1":  # a user's way round a kernel that fails on their GPU
-        return None
-    if not (t.is_cuda or (TRITON_ON_CPU and os.environ.get("TRITON_INTERPRET") == "1")):
-        return None
-    if name not in _kernels:
-        try:
-            _kernels[name] = importlib.import_module("." + name, __package__)
-        except ImportError:
-            _kernels[name] = False
-    return _kernels[name] or None
 
 
 def triton_kernels(t: Tensor):
-    """recurrence_triton (one step's cell) for a tensor it can run on, else None."""
-    return _import_kernels(t, "recurrence_triton")
-
-
-def loop_kernels(t: Tensor):
-    """recurrence_triton_loop (the whole recurrence) for a tensor it can run on, else None: its
-    products are float32, float16 or bfloat16 ones (float64, the tests' type, takes the step loop)."""
-    if t.dtype not in (torch.float32, torch.float16, torch.bfloat16):
+    """recurrence_triton (one step's cell) where it would run on t, else None."""
+    if recurrence_path._triton_reason(t) is not None:
         return None
-    return _import_kernels(t, "recurrence_triton_loop")
+    module = recurrence_path._import("recurrence_triton")
+    return None if isinstance(module, str) else module
+
+
+def loop_kernels(t: Tensor, width: int = 0):
+    """recurrence_triton_loop (the whole recurrence) where recurrence_path would choose it for t
+    (and a width D), else None."""
+    key = ("query", str(t.device), t.dtype, width)
+    if recurrence_path._loop_reason(key, t, width) is not None:
+        return None
+    module = recurrence_path._import("recurrence_triton_loop")
+    return None if isinstance(module, str) else module
 
 
 # ---------------------------------------------------------------- the torch arithmetic
@@ -165,48 +151,71 @@ def onlstm_cell_backward_torch(z, c, c_new, dh, dh_rec, dc, chunk_size: int):
 # ---------------------------------------------------------------- the operators
 
 def _lstm_cell(z, c):
-    k = triton_kernels(z)
-    return k.lstm_cell(z, c) if k else lstm_cell_torch(z, c)
+    return recurrence_path.cell("lstm cell", z, z.size(-1) // 4, lambda k: k.lstm_cell(z, c),
+                                lambda: lstm_cell_torch(z, c))
 
 
 def _lstm_cell_backward(z, c, c_new, dh, dh_rec, dc):
-    k = triton_kernels(z)
-    return k.lstm_cell_backward(z, c, c_new, dh, dh_rec, dc) if k else \
-        lstm_cell_backward_torch(z, c, c_new, dh, dh_rec, dc)
+    return recurrence_path.cell("lstm cell backward", z, z.size(-1) // 4,
+                                lambda k: k.lstm_cell_backward(z, c, c_new, dh, dh_rec, dc),
+                                lambda: lstm_cell_backward_torch(z, c, c_new, dh, dh_rec, dc))
 
 
 def _onlstm_cell(z, c, chunk_size):
-    k = triton_kernels(z)
-    return k.onlstm_cell(z, c, chunk_size) if k else onlstm_cell_torch(z, c, chunk_size)
+    return recurrence_path.cell("onlstm cell", z, c_new_width(z, chunk_size), lambda k: k.onlstm_cell(z, c, chunk_size),
+                                lambda: onlstm_cell_torch(z, c, chunk_size))
 
 
 def _onlstm_cell_backward(z, c, c_new, dh, dh_rec, dc, chunk_size):
-    k = triton_kernels(z)
-    return k.onlstm_cell_backward(z, c, c_new, dh, dh_rec, dc, chunk_size) if k else \
-        onlstm_cell_backward_torch(z, c, c_new, dh, dh_rec, dc, chunk_size)
+    return recurrence_path.cell("onlstm cell backward", z, c_new.size(-1),
+                                lambda k: k.onlstm_cell_backward(z, c, c_new, dh, dh_rec, dc, chunk_size),
+                                lambda: onlstm_cell_backward_torch(z, c, c_new, dh, dh_rec, dc, chunk_size))
+
+
+def c_new_width(z: Tensor, chunk_size: int) -> int:
+    """D of an ON-LSTM step's gates: K = 4 D + 2 D / chunk_size."""
+    return z.size(-1) * chunk_size // (4 * chunk_size + 2)
+
+
+# ---------------------------------------------------------------- shapes alone (fake tensors)
+# What torch.compile and torch.library.opcheck trace with: the outputs' shapes and dtypes, no data.
+
+def _cell_fake(z, c, width):
+    Gr, B, _ = z.shape
+    return z.new_empty(Gr, B, width), z.new_empty(Gr, B, width)
+
+
+def _cell_backward_fake(z, c, c_new):
+    return torch.empty_like(z, memory_format=torch.contiguous_format), \
+        z.new_empty(0) if c is None else torch.empty_like(c_new, memory_format=torch.contiguous_format)
 
 
 SCHEMAS = {
-    "lstm_cell": ("(Tensor z, Tensor? c) -> (Tensor, Tensor)", _lstm_cell),
+    "lstm_cell": ("(Tensor z, Tensor? c) -> (Tensor, Tensor)", _lstm_cell,
+                  lambda z, c: _cell_fake(z, c, z.size(-1) // 4)),
     "lstm_cell_backward": ("(Tensor z, Tensor? c, Tensor c_new, Tensor dh, Tensor? dh_rec, Tensor? dc) "
-                           "-> (Tensor, Tensor)", _lstm_cell_backward),
-    "onlstm_cell": ("(Tensor z, Tensor? c, int chunk_size) -> (Tensor, Tensor)", _onlstm_cell),
+                           "-> (Tensor, Tensor)", _lstm_cell_backward,
+                           lambda z, c, c_new, *_: _cell_backward_fake(z, c, c_new)),
+    "onlstm_cell": ("(Tensor z, Tensor? c, int chunk_size) -> (Tensor, Tensor)", _onlstm_cell,
+                    lambda z, c, cs: _cell_fake(z, c, c_new_width(z, cs))),
     "onlstm_cell_backward": ("(Tensor z, Tensor? c, Tensor c_new, Tensor dh, Tensor? dh_rec, Tensor? dc, "
-                             "int chunk_size) -> (Tensor, Tensor)", _onlstm_cell_backward),
+                             "int chunk_size) -> (Tensor, Tensor)", _onlstm_cell_backward,
+                             lambda z, c, c_new, *_: _cell_backward_fake(z, c, c_new)),
 }
 
 
 def register(schemas):
-    """Defines {name: (schema, implementation)} in the namespace, the implementation for CPU and
-    CUDA tensors alike (it picks its own path)."""
+    """Defines {name: (schema, implementation, fake)} in the namespace: the implementation for
+    CPU and CUDA tensors alike (it picks its own path), the fake for tracing."""
     # a fragment, so that a second import of a file (another package name) adds nothing twice
     lib = torch.library.Library(NAMESPACE, "FRAGMENT")
-    for name, (schema, fn) in schemas.items():
+    for name, (schema, fn, fake) in schemas.items():
         if hasattr(getattr(torch.ops, NAMESPACE), name):
             continue
         lib.define(name + schema)
         for key in ("CPU", "CUDA"):
             lib.impl(name, fn, key)
+        torch.library.register_fake(f"{NAMESPACE}::{name}", fake, lib=lib)
     return lib
 
 

@@ -26,7 +26,8 @@ from typing import Callable, List, Optional
 import torch
 from torch import Tensor
 
-from .recurrence_cells import loop_kernels, ops, register
+from . import recurrence_path
+from .recurrence_cells import ops, register
 
 
 def _cells(chunk_size: int):
@@ -77,34 +78,48 @@ def recurrence_backward_torch(z: Tensor, c: Tensor, w: Tensor, d_out: Tensor, ch
 # ---------------------------------------------------------------- the operators
 
 def _lstm_recurrence(xg, w):
-    k = loop_kernels(xg)
-    return k.lstm_recurrence(xg, w) if k else recurrence_torch(xg, w, 0)
+    return recurrence_path.run("lstm forward", xg, w.size(2), lambda k: k.lstm_recurrence(xg, w),
+                               lambda: recurrence_torch(xg, w, 0))
 
 
 def _lstm_recurrence_backward(z, c, w, d_out):
-    k = loop_kernels(z)
-    return k.lstm_recurrence_backward(z, c, w, d_out) if k else recurrence_backward_torch(z, c, w, d_out, 0)
+    return recurrence_path.run("lstm backward", z, w.size(2), lambda k: k.lstm_recurrence_backward(z, c, w, d_out),
+                               lambda: recurrence_backward_torch(z, c, w, d_out, 0))
 
 
 def _onlstm_recurrence(xg, w, chunk_size):
-    k = loop_kernels(xg)
-    return k.onlstm_recurrence(xg, w, chunk_size) if k else recurrence_torch(xg, w, chunk_size)
+    return recurrence_path.run("onlstm forward", xg, w.size(2), lambda k: k.onlstm_recurrence(xg, w, chunk_size),
+                               lambda: recurrence_torch(xg, w, chunk_size))
 
 
 def _onlstm_recurrence_backward(z, c, w, d_out, chunk_size):
-    k = loop_kernels(z)
-    return k.onlstm_recurrence_backward(z, c, w, d_out, chunk_size) if k else \
-        recurrence_backward_torch(z, c, w, d_out, chunk_size)
+    return recurrence_path.run("onlstm backward", z, w.size(2),
+                               lambda k: k.onlstm_recurrence_backward(z, c, w, d_out, chunk_size),
+                               lambda: recurrence_backward_torch(z, c, w, d_out, chunk_size))
+
+
+def _recurrence_fake(xg, w):
+    Gr, B, P, K = xg.shape
+    D = w.size(2)
+    return xg.new_empty(Gr, B, P, D), xg.new_empty(Gr, B, P, K), xg.new_empty(Gr, B, P, D), \
+        xg.new_empty(Gr, (P - 1) * B, D)
+
+
+def _recurrence_backward_fake(z, c, w, d_out):
+    Gr, B, P, K = z.shape
+    return z.new_empty(Gr, B, P, K), z.new_empty(Gr, (P - 1) * B, K)
 
 
 SCHEMAS = {
-    "lstm_recurrence": ("(Tensor xg, Tensor w) -> (Tensor, Tensor, Tensor, Tensor)", _lstm_recurrence),
+    "lstm_recurrence": ("(Tensor xg, Tensor w) -> (Tensor, Tensor, Tensor, Tensor)", _lstm_recurrence,
+                        _recurrence_fake),
     "lstm_recurrence_backward": ("(Tensor z, Tensor c, Tensor w, Tensor d_out) -> (Tensor, Tensor)",
-                                 _lstm_recurrence_backward),
+                                 _lstm_recurrence_backward, _recurrence_backward_fake),
     "onlstm_recurrence": ("(Tensor xg, Tensor w, int chunk_size) -> (Tensor, Tensor, Tensor, Tensor)",
-                          _onlstm_recurrence),
+                          _onlstm_recurrence, lambda xg, w, cs: _recurrence_fake(xg, w)),
     "onlstm_recurrence_backward": ("(Tensor z, Tensor c, Tensor w, Tensor d_out, int chunk_size) "
-                                   "-> (Tensor, Tensor)", _onlstm_recurrence_backward),
+                                   "-> (Tensor, Tensor)", _onlstm_recurrence_backward,
+                                   lambda z, c, w, d, cs: _recurrence_backward_fake(z, c, w, d)),
 }
 
 _LIBRARY = register(SCHEMAS)

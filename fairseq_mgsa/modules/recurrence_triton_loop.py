@@ -27,6 +27,7 @@ import torch
 import triton
 import triton.language as tl
 
+from . import recurrence_path
 from .recurrence_triton import _tanh
 
 # what changes from batch to batch is left unspecialised: one compilation per model
@@ -299,6 +300,35 @@ def _last_unit(t):
     return t if t.stride(-1) == 1 else t.contiguous()
 
 
+class DoesNotFit(Exception):
+    """The compiled loop kernel needs more shared memory a block than the device allows (a
+    wide D on a GPU of 64 or 96 KiB): recurrence_path then takes the step loop."""
+
+
+_NEED = {}  # (kernel, device, dtype, meta-parameters) -> shared memory of its compilation, bytes
+
+
+def shared_memory_need(kernel, grid, args, meta) -> int:
+    """Bytes of shared memory a block of the kernel's compilation for these arguments needs,
+    compiled (and cached by Triton) but not launched."""
+    return kernel.warmup(*args, grid=grid, **meta).metadata.shared
+
+
+def _launch(kernel, grid, args, meta):
+    """The launch, after checking once per compilation that it fits the device's shared memory
+    (Triton would raise OutOfResources at the launch)."""
+    t = args[0]
+    limit = recurrence_path.device_shared_memory(t.device)
+    if limit is not None:
+        key = (kernel.fn.__name__, str(t.device), t.dtype, tuple(sorted(meta.items())))
+        if key not in _NEED:
+            _NEED[key] = shared_memory_need(kernel, grid, args, meta)
+        if _NEED[key] > limit:
+            raise DoesNotFit(f"its loop kernel needs {_NEED[key]:,} bytes of shared memory a block, "
+                             f"{t.device} allows {limit:,}")
+    kernel[grid](*args, **meta)
+
+
 def _forward(kernel, xg, w, D, *extra):
     xg, w = _last_unit(xg), w.contiguous()
     Gr, B, P, K = xg.shape
@@ -306,8 +336,8 @@ def _forward(kernel, xg, w, D, *extra):
     z, h_prev = xg.new_empty(Gr, B, P, K), xg.new_empty(Gr, (P - 1) * B, D)
     grid, meta = _config(xg, D, BLOCK_K_FORWARD)
     # an empty h_prev (P = 1) is never written: any valid pointer stands in
-    kernel[grid](xg, w, out, z, c, h_prev if P > 1 else out, B, P, xg.stride(0), xg.stride(1), xg.stride(2), D,
-                 *extra, **meta)
+    _launch(kernel, grid, (xg, w, out, z, c, h_prev if P > 1 else out, B, P, xg.stride(0), xg.stride(1),
+                           xg.stride(2), D, *extra), meta)
     return out, z, c, h_prev
 
 
@@ -316,8 +346,8 @@ def _backward(kernel, z, c, w, d_out, D, *extra):
     Gr, B, P, K = z.shape
     d_xg, d_later = z.new_empty(Gr, B, P, K), z.new_empty(Gr, (P - 1) * B, K)
     grid, meta = _config(z, D, BLOCK_K_BACKWARD)
-    kernel[grid](z, c, w, d_out, d_xg, d_later if P > 1 else d_xg, B, P, d_out.stride(0), d_out.stride(1),
-                 d_out.stride(2), D, *extra, **meta)
+    _launch(kernel, grid, (z, c, w, d_out, d_xg, d_later if P > 1 else d_xg, B, P, d_out.stride(0),
+                           d_out.stride(1), d_out.stride(2), D, *extra), meta)
     return d_xg, d_later
 
 

@@ -15,7 +15,7 @@ import sys
 import pytest
 import torch
 
-from fairseq_mgsa.modules import recurrence_cells, recurrence_loops
+from fairseq_mgsa.modules import recurrence_cells, recurrence_path
 from fairseq_mgsa.modules.interaction import build_interaction
 from fairseq_mgsa.modules.recurrence import recurrence
 
@@ -197,11 +197,11 @@ def test_recurrence_with_triton_equals_plain(device, kind, path, monkeypatch):
     """The layer through the whole-loop kernels (float32's path on a GPU) or, without them, the
     torch step loop with the fused cells (float64's), against the plain recurrence."""
     triton_or_skip(device)
-    monkeypatch.setattr(recurrence_cells, "TRITON_ON_CPU", True)
+    monkeypatch.setattr(recurrence_path, "TRITON_ON_CPU", True)
     t = torch.empty(0, device=device)
     assert recurrence_cells.triton_kernels(t) is not None and recurrence_cells.loop_kernels(t) is not None
     if path == "cells":
-        monkeypatch.setattr(recurrence_loops, "loop_kernels", lambda t: None)
+        monkeypatch.setattr(recurrence_path, "LOOP_MAX_D", 0)
     torch.manual_seed(4)
     rec = build_interaction(kind, 3, 6, 8, 2).to(device)
     counts = torch.tensor([[5, 2, 3], [1, 4, 4], [3, 3, 3]], device=device)
@@ -222,7 +222,7 @@ def kernel_modules_restored(monkeypatch):
     kernels for a GPU, or running them on one) would get it from sys.modules."""
     names = [f"fairseq_mgsa.modules.{m}" for m in ("recurrence_triton", "recurrence_triton_loop")]
     before = {n: sys.modules[n] for n in names if n in sys.modules}
-    monkeypatch.setattr(recurrence_cells, "_kernels", {})
+    monkeypatch.setattr(recurrence_path, "_modules", {})
     yield
     package = sys.modules["fairseq_mgsa.modules"]
     for n in names:
@@ -238,8 +238,7 @@ def kernel_modules_restored(monkeypatch):
 def test_mgsa_no_triton_turns_the_kernels_off(monkeypatch, kernel_modules_restored):
     """MGSA_NO_TRITON=1 (docs/troubleshooting.md) gives the torch cells even where the Triton
     kernels would run (here: the interpreter on CPU tensors, when Triton imports)."""
-    from fairseq_mgsa.modules import recurrence_cells
-    monkeypatch.setattr(recurrence_cells, "TRITON_ON_CPU", True)
+    monkeypatch.setattr(recurrence_path, "TRITON_ON_CPU", True)
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     t = torch.zeros(1)
     monkeypatch.setenv("MGSA_NO_TRITON", "1")

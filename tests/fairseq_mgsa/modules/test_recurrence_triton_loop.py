@@ -7,7 +7,7 @@ numpy. They skip where Triton is absent (the default suite on a CPU build of tor
 import pytest
 import torch
 
-from fairseq_mgsa.modules import recurrence_cells, recurrence_loops
+from fairseq_mgsa.modules import recurrence_cells, recurrence_loops, recurrence_path
 from fairseq_mgsa.modules.recurrence import recurrence
 from tests.fairseq_mgsa.modules.test_recurrence import DEVICES, triton_or_skip
 
@@ -69,7 +69,7 @@ def test_recurrence_through_the_loop_kernels_equals_the_step_loop(device, chunk_
     """Outputs and the gradients of xg and W, the kernels against the torch step loop (W kept
     in float32 as a parameter is, cast to the states' dtype as under autocast)."""
     loop_kernels(device)
-    monkeypatch.setattr(recurrence_cells, "TRITON_ON_CPU", True)
+    monkeypatch.setattr(recurrence_path, "TRITON_ON_CPU", True)
     torch.manual_seed(6)
     xg, w, d_out = inputs(3, 17, 4, 40, chunk_size, dtype, device)
     w = w.float()

@@ -1,0 +1,134 @@
+"""The phrase-interaction recurrence's three paths at every width a user can configure: the
+persistent loop kernel, the per-step Triton cells (a torch loop of one product and one fused
+cell a step), and the torch step loop (MGSA_NO_TRITON=1), forward and backward, timed with
+CUDA events on identical inputs. Also what the loop kernel's compilation needs: shared memory
+per block, registers and spilled bytes per thread (the compiled kernel's metadata).
+
+    python -m benchmarks.recurrence_paths --out DIR        # on a CUDA GPU
+    python -m benchmarks.recurrence_paths --out DIR --dry-run   # the code path on the CPU, tiny
+
+The widths are those of the heads a granularity feeds: 128 (base, 3 phrase granularities),
+256 (big, 3), 512, 768 (big, one granularity) and 1024 (all 16 heads of the big model in one).
+One JSON line a measurement into DIR/recurrence_paths.jsonl as it ends (a cut run keeps them).
+"""
+
+import argparse
+import json
+import os
+import statistics
+import time
+
+import torch
+
+from fairseq_mgsa.modules import recurrence_cells, recurrence_loops
+
+WIDTHS = [128, 256, 512, 768, 1024]
+
+
+def gates(D, chunk_size):
+    return 4 * D + (2 * (D // chunk_size) if chunk_size else 0)
+
+
+def inputs(Gr, B, P, D, chunk_size, dtype, device):
+    g = torch.Generator(device="cpu").manual_seed(0)
+    K = gates(D, chunk_size)
+    xg = torch.randn(Gr, B, P, K, generator=g).to(device, dtype)
+    w = (torch.randn(Gr, K, D, generator=g) / D ** 0.5).to(device, dtype)
+    d_out = torch.randn(Gr, B, P, D, generator=g).to(device, dtype)
+    return xg, w, d_out
+
+
+def path_functions(path, chunk_size):
+    """(forward(xg, w), backward(z, c, w, d_out)) of one path, each returning its outputs."""
+    if path == "loop":
+        from fairseq_mgsa.modules import recurrence_triton_loop as k
+        if chunk_size:
+            return (lambda xg, w: k.onlstm_recurrence(xg, w, chunk_size),
+                    lambda z, c, w, d: k.onlstm_recurrence_backward(z, c, w, d, chunk_size))
+        return k.lstm_recurrence, k.lstm_recurrence_backward
+    return (lambda xg, w: recurrence_loops.recurrence_torch(xg, w, chunk_size),
+            lambda z, c, w, d: recurrence_loops.recurrence_backward_torch(z, c, w, d, chunk_size))
+
+
+def timed(fn, reps, device):
+    """Median milliseconds of fn() over reps calls, each between CUDA events (after 2 warm calls)."""
+    for _ in range(2):
+        fn()
+    times = []
+    for _ in range(reps):
+        if device.type == "cuda":
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            fn()
+            b.record()
+            b.synchronize()
+            times.append(a.elapsed_time(b))
+        else:
+            t = time.perf_counter()
+            fn()
+            times.append((time.perf_counter() - t) * 1e3)
+    return statistics.median(times)
+
+
+def compiled_info(kernel):
+    """Shared memory, registers and spills of the kernel's compilations so far."""
+    info = []
+    for cache in getattr(kernel, "device_caches", {}).values():
+        for compiled in cache[0].values():
+            info.append(dict(shared=compiled.metadata.shared, regs=getattr(compiled, "n_regs", None),
+                             spills=getattr(compiled, "n_spills", None), warps=compiled.metadata.num_warps))
+    return info
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--out", required=True)
+    p.add_argument("--dry-run", action="store_true")
+    p.add_argument("--reps", type=int, default=10)
+    p.add_argument("--widths", default=",".join(map(str, WIDTHS)))
+    p.add_argument("--dtypes", default="fp16,bf16,fp32")
+    a = p.parse_args(argv)
+    os.makedirs(a.out, exist_ok=True)
+    device = torch.device("cpu" if a.dry_run else "cuda")
+    widths = [8, 16] if a.dry_run else [int(w) for w in a.widths.split(",")]
+    dtypes = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
+    # B about a 4k-token batch's sentences; P: a granularity's phrases (the tree's top levels,
+    # n-grams of a 27-token sentence) and a long one
+    shapes = [(4, 2, 3)] if a.dry_run else [(160, 16, 0), (32, 200, 0)]
+    paths = ["cells", "torch"] if a.dry_run else ["loop", "cells", "torch"]
+    out = open(os.path.join(a.out, "recurrence_paths.jsonl"), "a")
+    for D in widths:
+        Gr = max(1, {128: 3, 256: 3}.get(D, 1))
+        for kind, cs in (("onlstm", 2), ("lstm", 0)):
+            for dname in a.dtypes.split(","):
+                dtype = dtypes[dname]
+                for B, P, _ in shapes:
+                    xg, w, d_out = inputs(Gr, B, P, D, cs, dtype, device)
+                    row = dict(D=D, Gr=Gr, kind=kind, dtype=dname, B=B, P=P, device=str(device))
+                    for path in paths:
+                        os.environ["MGSA_NO_TRITON"] = "1" if path == "torch" else "0"
+                        try:
+                            fwd, bwd = path_functions(path, cs)
+                            _, z, c, _ = fwd(xg, w)
+                            row[path + "_fwd_ms"] = round(timed(lambda: fwd(xg, w), a.reps, device), 4)
+                            row[path + "_bwd_ms"] = round(timed(lambda: bwd(z, c, w, d_out), a.reps, device), 4)
+                        except Exception as e:  # noqa: BLE001 (recorded: a path that fails is a result)
+                            row[path + "_error"] = f"{type(e).__name__}: {e}"[:400]
+                    os.environ.pop("MGSA_NO_TRITON", None)
+                    if "loop" in paths and "loop_error" not in row:
+                        from fairseq_mgsa.modules import recurrence_triton_loop as k
+                        fk = k._onlstm_loop_fwd if cs else k._lstm_loop_fwd
+                        bk = k._onlstm_loop_bwd if cs else k._lstm_loop_bwd
+                        row["loop_fwd_compiled"], row["loop_bwd_compiled"] = compiled_info(fk), compiled_info(bk)
+                    out.write(json.dumps(row) + "\n")
+                    out.flush()
+                    print(json.dumps(row), flush=True)
+    if device.type == "cuda":
+        props = torch.cuda.get_device_properties(device)
+        out.write(json.dumps(dict(device=props.name, smem_optin=getattr(props, "shared_memory_per_block_optin", None),
+                                  cells=recurrence_cells.triton_kernels(xg) is not None)) + "\n")
+    out.close()
+
+
+if __name__ == "__main__":
+    main()
