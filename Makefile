@@ -1,7 +1,7 @@
 # The README's two commands are `make demo` and `make test`; both install first.
 PYTHON ?= python3
 
-.PHONY: install demo analyses test test-slow bench gpu-check
+.PHONY: install demo analyses test test-slow bench gpu-check gpu-test
 install:
 	bash scripts/install.sh
 
@@ -27,3 +27,8 @@ bench: install
 # (at most 8 minutes on one H100; docs/gpu.md), into gpu-check/
 gpu-check:
 	PYTHON=$(PYTHON) bash scripts/gpu_check.sh
+
+# on a machine with a CUDA GPU: the GPU tests (tests/gpu, marker gpu): the fused kernels at the
+# model's widths, attention backends, layers and systems against float32/float64 (docs/gpu.md)
+gpu-test:
+	$(PYTHON) -m pytest -m gpu tests/gpu -v -rs

@@ -197,8 +197,10 @@ def timed_update(step, sample, device):
 def within(times, baseline, target, resamples=500):
     """Whether every system's median speed ratio has a 95% interval within +-target of it."""
     for n, t in times.items():
-        if n == baseline or len(t) < 8:
+        if n == baseline:
             continue
+        if len(t) < 8:  # too few pairs for an interval
+            return False
         speed = [b / m for m, b in zip(t, times[baseline])]
         lo, hi = bootstrap_median_ci(speed, resamples)
         if (hi - lo) / 2 > target * statistics.median(speed):

@@ -36,7 +36,7 @@ NAMESPACE = "mgsa_recurrence"
 
 def triton_kernels(t: Tensor):
     """recurrence_triton (one step's cell) where it would run on t, else None."""
-    if recurrence_path._triton_reason(t) is not None:
+    if recurrence_path._triton_reason(t) is not None or t.dtype == torch.float64:
         return None
     module = recurrence_path._import("recurrence_triton")
     return None if isinstance(module, str) else module

@@ -5,7 +5,7 @@ takes; a 64 KiB device simulated; determinism; a second device.
 
 D = 128 is the base model's width (3 phrase granularities), 256 the big model's, 1024 all 16
 heads of the big model in one granularity. P up to 200 steps, B not a multiple of the
-kernels' 16 rows. Errors are max |got - ref| / max |ref| against the float64 step loop; a
+kernels' 16 rows. `pytest -m gpu` (make gpu-test) runs them with the other GPU tests. Errors are max |got - ref| / max |ref| against the float64 step loop; a
 fused path passes within max(the dtype's floor, 3 x the error of the torch step loop in the
 same dtype on the same GPU): a kernel bug shows far above what rounding gives the plain path.
 """
@@ -22,8 +22,9 @@ pytestmark = pytest.mark.gpu
 
 FLOOR = {torch.float32: 1e-4, torch.float16: 1e-2, torch.bfloat16: 5e-2}
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
-# (D, Gr, B, P)
-SIZES = [(128, 3, 23, 200), (256, 3, 37, 64), (1024, 1, 21, 200)]
+# (D, Gr, B, P): P = 200 at the base width; at D = 1024 the loop kernel (not the path the
+# model takes there: LOOP_MAX_D) spills so much that 200 steps take seconds a call
+SIZES = [(128, 3, 23, 200), (256, 3, 37, 64), (1024, 1, 21, 40)]
 
 
 def gates(D, chunk_size):

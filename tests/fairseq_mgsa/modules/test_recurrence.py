@@ -246,5 +246,5 @@ def test_mgsa_no_triton_turns_the_kernels_off(monkeypatch, kernel_modules_restor
     monkeypatch.delenv("MGSA_NO_TRITON")
     pytest.importorskip("triton")
     assert recurrence_cells.triton_kernels(t) is not None and recurrence_cells.loop_kernels(t) is not None
-    # float64 has no loop kernels: the step loop (with the cells' kernels) runs it
-    assert recurrence_cells.loop_kernels(t.double()) is None and recurrence_cells.triton_kernels(t.double())
+    # float64 has no loop kernels and keeps torch's cells (the Triton cells compute in float32)
+    assert recurrence_cells.loop_kernels(t.double()) is None and recurrence_cells.triton_kernels(t.double()) is None
