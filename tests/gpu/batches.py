@@ -98,5 +98,6 @@ def relative_errors(got: Dict[str, Tensor], ref: Dict[str, Tensor], own_scale: b
 
 def assert_within(errors: Dict[str, float], tol: float, what: str):
     worst = max(errors, key=errors.get)
+    print(f"{what}: worst {worst} {errors[worst]:.2e} (tolerance {tol:g})")
     assert errors[worst] <= tol, (f"{what}: {worst} off by {errors[worst]:.2e} of its scale (tolerance {tol:g}); "
                                   f"all: " + ", ".join(f"{k} {v:.1e}" for k, v in errors.items()))
