@@ -9,7 +9,8 @@
 #   variants    syntactic MG-SA with --bf16, with --memory-efficient-fp16, and at big size with --fp16
 #               (40 updates each)
 #   invariants  every system on the GPU in float16 and bfloat16: incremental decoding with beam
-#               reorders = the full forward, and a sentence's scores the same however it is padded
+#               reorders = the full forward, a sentence's scores the same however it is padded, and
+#               one training step's gradients against the same step in float32
 #   bench       benchmarks/bench_training.py --fp16 at base size, five systems: speed, FLOP, overhead
 #               and memory ratios
 #   bench_big   the same where users train: big size, bf16 autocast, 16k-token batches of WMT-length

@@ -10,6 +10,9 @@ float32 and float16.
 * padding: a sentence's translation scores must be the same in a left-padded batch (fairseq's
   default for sources), in a right-padded batch and alone.
 
+* the backward: one training step's gradients (the criterion's loss on a real batch, dropout
+  off) in the half float type against the same step in float32 (gradient_difference below).
+
 Inputs are real batches of the grammar corpus's valid split through the mgsa_translation task
 (phrase fields included, left out for models that do not read them). Differences are the largest
 absolute difference of the decoder's output (logits) over real target positions, relative to
@@ -24,18 +27,29 @@ TOLERANCE = {torch.float32: 1e-4, torch.float16: 1e-2, torch.bfloat16: 5e-2}
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
 
-def build(train_args, data, user_dir, device, dtype, seed=1):
-    """(task with the valid split loaded, model in eval mode on `device` in `dtype`) of the system
-    whose fairseq-train options are `train_args`, read through the mgsa_translation task."""
-    from fairseq import options, tasks
+def parse(train_args, data, user_dir, seed=1):
+    """The fairseq-train options of the system whose options are `train_args`, on `data`, read
+    through the mgsa_translation task."""
+    from fairseq import options
 
-    args = options.parse_args_and_arch(options.get_training_parser(), input_args=[
+    return options.parse_args_and_arch(options.get_training_parser(), input_args=[
         data, "--user-dir", user_dir, *train_args, "--task", "mgsa_translation", "--share-all-embeddings",
         "--seed", str(seed)])
+
+
+def build(train_args, data, user_dir, device, dtype, seed=1, with_criterion=False):
+    """(task with the valid split loaded, model in eval mode on `device` in `dtype`) of the system
+    whose fairseq-train options are `train_args`, read through the mgsa_translation task; with
+    with_criterion, also the system's criterion."""
+    from fairseq import tasks
+
+    args = parse(train_args, data, user_dir, seed)
     task = tasks.setup_task(args)
     task.load_dataset("valid", combine=False, epoch=1)
     torch.manual_seed(seed)
     model = task.build_model(args).to(device=device, dtype=dtype).eval()
+    if with_criterion:
+        return task, model, task.build_criterion(args).to(device)
     return task, model
 
 
@@ -135,15 +149,103 @@ def incremental_difference(model, dataset, tgt_dict, indices, device, beam=3, st
     return worst
 
 
+# The backward's criterion, on the flattened gradient of every parameter (one vector): its error
+# relative to the float32 vector's length, and the cosine of the two. Per parameter it would be
+# noise: some gradients are zero in exact arithmetic (a key projection's bias under softmax, whose
+# shift cancels) or are sums that cancel, and half precision leaves them rounding of their terms'
+# size. The whole vector is the update the optimizer takes: a wrong backward anywhere that matters
+# (a mask, a kernel's gradient, a cast) moves it by the order of its own length; rounding by far
+# less (on the CPU at the tests' dimensions, every system: float16 1e-3 to 7.5e-3, bfloat16 5e-3 to
+# 1.4e-2, cosines above 0.9999).
+GRADIENT_TOLERANCE = {torch.float32: 1e-4, torch.float16: 3e-2, torch.bfloat16: 1e-1}
+MIN_COSINE = 0.99
+FP16_LOSS_SCALE = 128.0  # fairseq's initial loss scale (--fp16-init-scale): small gradients stay above float16's
+
+
+def no_dropout(model):
+    """Every dropout of the model off (fairseq's modules and torch's), so that the steps compared
+    compute the same function."""
+    from fairseq.modules.fairseq_dropout import FairseqDropout
+
+    for m in model.modules():
+        if isinstance(m, (FairseqDropout, torch.nn.Dropout)):
+            m.p = 0.0
+    return model
+
+
+def step_gradients(model, criterion, sample, dtype=None, autocast=False):
+    """The flattened gradient (float32) of one training step's loss: the model in its own dtype, or
+    under autocast to `dtype`; float16 with fairseq's initial loss scale."""
+    model.zero_grad(set_to_none=True)
+    half = dtype if autocast else next(model.parameters()).dtype
+    scale = FP16_LOSS_SCALE if half == torch.float16 else 1.0
+    device = next(model.parameters()).device
+    with torch.autocast(device.type, dtype=dtype, enabled=autocast):
+        loss = criterion(model, sample)[0]
+    (loss * scale).backward()
+    grads = [p.grad.float().flatten() / scale if p.grad is not None else torch.zeros(p.numel(), device=device)
+             for p in model.parameters()]
+    model.zero_grad(set_to_none=True)
+    return torch.cat(grads)
+
+
+def compare_gradients(got, ref):
+    """(error of the flattened gradient relative to the reference's length, cosine of the two)."""
+    got, ref = got.double(), ref.double()
+    if not torch.isfinite(got).all():
+        return float("inf"), float("nan")
+    rel = ((got - ref).norm() / ref.norm().clamp_min(1e-30)).item()
+    cos = torch.nn.functional.cosine_similarity(got, ref, dim=0).item()
+    return rel, cos
+
+
+def gradient_difference(model, criterion, dataset, indices, device, dtype, autocast=False):
+    """One training step on the batch of `indices` (train mode, dropout off): the float32 model's
+    gradient against the same step with the model cast to `dtype` (as fairseq's --fp16 / --bf16
+    train) or under autocast to it. The model is float32 on `device` and is left as it was.
+    Returns {"backward": relative error, "backward_cosine": cosine}."""
+    import copy
+
+    from fairseq import utils
+
+    import inspect
+
+    sample = dataset.collater([dataset[i] for i in indices])
+    params = inspect.signature(model.forward).parameters
+    if not any(p.kind == p.VAR_KEYWORD for p in params.values()):  # phrase fields only for models that read them
+        sample["net_input"] = {k: v for k, v in sample["net_input"].items() if k in params}
+    sample = utils.move_to_cuda(sample, device) if device.type == "cuda" else sample
+    was_training = model.training
+    model.train()
+    no_dropout(model)
+    try:
+        ref = step_gradients(model, criterion, sample)
+        if autocast:
+            got = step_gradients(model, criterion, sample, dtype, autocast=True)
+        else:
+            got = step_gradients(copy.deepcopy(model).to(dtype), criterion, sample)
+    finally:
+        model.train(was_training)
+    rel, cos = compare_gradients(got, ref)
+    return {"backward": rel, "backward_cosine": cos}
+
+
 def check(train_args, data, user_dir, device, dtype, sentences=4, steps=8, seed=1):
-    """{"padding": difference, "incremental": difference, "tolerance": ..., "pass": bool}."""
-    task, model = build(train_args, data, user_dir, device, dtype, seed)
+    """{"padding": difference, "incremental": difference, "backward": difference, "backward_cosine": ...,
+    "tolerance": ..., "pass": bool}."""
+    # built in float32 for the backward's reference, then cast: the same weights build() gives in dtype
+    task, model, criterion = build(train_args, data, user_dir, device, torch.float32, seed, with_criterion=True)
     dataset = task.dataset("valid")
     indices = pick_sentences(dataset, sentences)
     tgt_dict = task.target_dictionary
-    result = {"padding": padding_difference(model, dataset, tgt_dict, indices, device),
-              "incremental": incremental_difference(model, dataset, tgt_dict, indices, device, steps=steps, seed=seed),
-              "tolerance": TOLERANCE[dtype], "sentences": len(indices), "steps": steps}
-    result["pass"] = all(result[k] <= TOLERANCE[dtype] for k in ("padding", "incremental"))
+    result = gradient_difference(model, criterion, dataset, indices, device, dtype)
+    model = model.to(dtype).eval()
+    result.update({"padding": padding_difference(model, dataset, tgt_dict, indices, device),
+                   "incremental": incremental_difference(model, dataset, tgt_dict, indices, device, steps=steps,
+                                                         seed=seed),
+                   "tolerance": TOLERANCE[dtype], "backward_tolerance": GRADIENT_TOLERANCE[dtype],
+                   "sentences": len(indices), "steps": steps})
+    result["pass"] = (all(result[k] <= TOLERANCE[dtype] for k in ("padding", "incremental"))
+                      and result["backward"] <= GRADIENT_TOLERANCE[dtype] and result["backward_cosine"] >= MIN_COSINE)
     del model
     return result

@@ -45,14 +45,16 @@ def run_rows(recs, phase):
 
 
 def invariant_rows(recs):
-    rows = [("system", "dtype", "device", "padding", "incremental", "tolerance", "status")]
+    rows = [("system", "dtype", "device", "padding", "incremental", "tolerance", "backward", "cosine",
+             "backward tolerance", "status")]
     counts = {"pass": 0, "FAIL": 0}
     for r in recs:
         if r.get("kind") != "invariant":
             continue
         counts[r["status"]] += 1
         rows.append((r["system"], r["dtype"], r["device"], fmt(r.get("padding"), ".2e"),
-                     fmt(r.get("incremental"), ".2e"), fmt(r.get("tolerance"), "g"),
+                     fmt(r.get("incremental"), ".2e"), fmt(r.get("tolerance"), "g"), fmt(r.get("backward"), ".2e"),
+                     fmt(r.get("backward_cosine"), ".5f"), fmt(r.get("backward_tolerance"), "g"),
                      r["status"] + (": " + r["error"] if r.get("error") else "")))
     return rows, counts
 
@@ -146,7 +148,9 @@ def summary(out):
     rows, counts = invariant_rows(recs)
     if len(rows) > 1:
         lines += ["", "invariants: incremental decoding with beam reorders = the full forward; padding "
-                      "(left, right, alone); largest difference relative to the largest logit", table(rows)]
+                      "(left, right, alone); largest difference relative to the largest logit; backward: one training "
+                      "step's gradient (flattened) against float32's, error relative to its length, and "
+                      "their cosine", table(rows)]
     phase_row("invariants", f"{counts['pass']} pass, {counts['FAIL']} FAIL" if len(rows) > 1 else "-",
               len(rows) > 1 and counts["FAIL"] == 0)
     rows, result = bench_rows(out)

@@ -102,6 +102,7 @@ def test_invariants_of_every_system_in_both_half_precisions(dry_run):
     assert set(inv) == {(s.name, d) for s in registry.distinct_models() for d in ("float16", "bfloat16")}
     for r in inv.values():
         assert r["status"] == "pass" and r["padding"] <= r["tolerance"] and r["incremental"] <= r["tolerance"], r
+        assert r["backward"] <= r["backward_tolerance"] and r["backward_cosine"] >= 0.99, r
 
 
 def test_benchmark_with_fp16_gives_the_ratios(dry_run):
