@@ -18,7 +18,15 @@ import torch
 from fairseq_mgsa.modules import recurrence_loops, recurrence_path
 from fairseq_mgsa.modules.recurrence import recurrence
 
+from tests.gpu.conftest import rehearsal
+
 pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(autouse=True)
+def _not_in_rehearsal():
+    if rehearsal():  # Triton's interpreter runs them on the CPU: tests/fairseq_mgsa/modules/test_recurrence*.py
+        pytest.skip("the Triton kernels run on a GPU only (on the CPU through the interpreter in test_recurrence*.py)")
 
 FLOOR = {torch.float32: 1e-4, torch.float16: 1e-2, torch.bfloat16: 5e-2}
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
