@@ -241,3 +241,42 @@ def test_step_loop_is_what_the_operators_run_on_the_cpu():
     xg, w = inputs(2)
     for a, b in zip(ops.onlstm_recurrence(xg, w, 2), recurrence_loops.recurrence_torch(xg, w, 2)):
         assert torch.equal(a, b)
+
+
+def test_a_triton_that_does_not_import_is_the_reason_logged(monkeypatch, caplog):
+    """A CUDA torch without Triton (or with a Triton of another API): the import's error is the
+    reason the step loop is taken, said once, and nothing fails."""
+    import importlib
+
+    recurrence_path.reset()
+    monkeypatch.setattr(recurrence_path, "TRITON_ON_CPU", True)
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    real = importlib.import_module
+
+    def no_triton(name, package=None):
+        if name.startswith(".recurrence_triton"):
+            raise ImportError("No module named 'triton'")
+        return real(name, package)
+
+    monkeypatch.setattr(recurrence_path.importlib, "import_module", no_triton)
+    xg, w = inputs(0)
+    with caplog.at_level(logging.INFO, logger=LOGGER):
+        forward_backward(xg, w, 0)
+    messages = [r.getMessage() for r in caplog.records if r.name == LOGGER]
+    assert len(messages) == 2 and all("the step loop (Triton does not import (ImportError: No module named "
+                                      "'triton'))" in m for m in messages), messages
+    recurrence_path.reset()
+
+
+def test_rocm_takes_the_torch_path():
+    class Rocm:  # what a ROCm build's CUDA tensor answers
+        is_cuda = True
+        device = torch.device("cpu")
+
+    hip = torch.version.hip
+    try:
+        torch.version.hip = "6.2"
+        assert "ROCm" in recurrence_path._triton_reason(Rocm())
+    finally:
+        torch.version.hip = hip
+    assert recurrence_path._triton_reason(Rocm()) is None
