@@ -4,8 +4,8 @@
 
 cmn.txt has one pair a line: English, a tab, Chinese, a tab, the attribution (a byte-order mark
 may open line 1), in UTF-8 (as Tatoeba gives it; a file saved as GBK/GB18030 or Big5 is refused
-with the iconv command that converts it, e.g. iconv -f gb18030 -t utf-8). A Chinese sentence with several English translations is one group: all its
-pairs go to one split. The groups are shuffled with --seed (Python's random, so the same file and
+with the iconv command that converts it, e.g. iconv -f gb18030 -t utf-8). A Chinese sentence
+with several English translations is one group: all its pairs go to one split. The groups are shuffled with --seed (Python's random, so the same file and
 seed give the same split on every machine), the first --dev groups are the validation split, the
 next --test the test split, the rest train. Writes into --out:
 
