@@ -240,7 +240,9 @@ def test_a_chinese_source_not_in_utf8_gets_its_own_iconv(refs, tmp_path, encodin
     """Item 10: the advice names the encoding the bytes are in (on main: iconv -f latin1, whose
     output is mojibake every later step accepts)."""
     src = tmp_path / "src.sgm"
-    src.write_bytes(srcset().replace("中文句子", "我們是鄰居" if encoding == "big5" else "我们是邻居").encode(encoding))
+    text = srcset().replace("中文句子", "我们是邻居")
+    src.write_bytes((text.replace("我们是邻居", "我們是鄰居").replace("个", "個") if encoding == "big5" else text)
+                    .encode(encoding))
     ref = tmp_path / "ref.sgm"
     ref.write_text(nist_sgml(refs[:1]).split("</srcset>\n", 1)[1], encoding="utf-8")
     proc = run("--src", src, "--refs", ref, "--out", tmp_path / "t", "--src-lang", "zh", "--tgt-lang", "en")
