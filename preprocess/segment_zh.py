@@ -187,7 +187,8 @@ def segment_file(input_path: str, output_path: str, t2s: bool = False, user_dict
 def get_parser():
     p = argparse.ArgumentParser(prog="mgsa-segment-zh", description=__doc__.split("\n\n")[0])
     p.add_argument("--input", required=True, metavar="FILE",
-                   help="Chinese text, UTF-8 (.gz/.xz too), one sentence a line")
+                   help="Chinese text, UTF-8 (.gz/.xz too), one sentence a line (GBK/GB18030 or Big5: "
+                        "iconv -f gb18030 or -f big5 -t utf-8 first)")
     p.add_argument("--output", required=True, metavar="FILE", help="segmented text, one line per input line")
     p.add_argument("--t2s", action="store_true", help="convert Traditional characters to Simplified first (OpenCC t2s)")
     p.add_argument("--user-dict", metavar="FILE", help="jieba user dictionary: 'word [frequency] [tag]' a line")

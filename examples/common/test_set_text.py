@@ -15,7 +15,13 @@ whose Chinese is the source, counts as one reference. The order is the first ref
 documents and segments; the source and every other reference are matched to it by document and
 segment id (as NIST's mteval matches them), so a file that lists its documents in another order
 is still aligned. A segment's text: entities decoded, white space collapsed (as sacrebleu reads
-these files). Anything missing or extra is one line naming the file and the segment.
+these files). Anything missing or extra is one line naming the file and the segment. References
+one a line (no ids) are not mixed with SGML or XML ones: nothing says which segment a line is.
+
+Every file is read as UTF-8. A Chinese file in GBK/GB2312/GB18030 or Big5 (or one in UTF-16) is
+refused with the command that converts it (`iconv -f gb18030 -t utf-8`, `iconv -f big5 -t utf-8`),
+the encoding told from its bytes: converting it as Latin-1 would give mojibake every later step
+accepts.
 """
 
 import argparse
@@ -24,7 +30,6 @@ import os
 import re
 import sys
 import types
-import xml.etree.ElementTree as ET
 
 
 def compare_modules():
@@ -109,7 +114,7 @@ def read_source(path):
         if len(sets) != 1:
             raise CompareError(f"{path}: {len(sets)} <srcset>s (the source: one <srcset> expected)")
         return sets[0][1], sets[0][2]
-    root = ET.parse(path).getroot()
+    root = R.parse_xml(path, "WMT's XML test set: <dataset><collection><doc><src>", "WMT's XML test set expected")
     ids, lines = [], []
     for collection in root.findall("collection") or [root]:
         for doc in collection.findall("doc"):
@@ -135,7 +140,9 @@ def read_refs(paths):
             references += R.read_wmt_xml(path)
         elif kind == "plain":
             references += R.read_plain(path)
-        elif read_sets(path, ("refset",)):
+        elif re.search(r"<\s*refset\b", read_utf8(path, "SGML references"), re.I):
+            # read_sgml, not read_sets: one <refset> may hold every reference, told apart by each
+            # document's sysid, so (document, segment) repeats within it
             references += R.read_sgml(path)
         else:
             sets = read_sets(path, ("srcset",))
@@ -143,6 +150,7 @@ def read_refs(paths):
                 raise CompareError(f"{path}: no <refset>, and {len(sets)} <srcset>s (references, or the target "
                                    f"side of a parallel test set as one <srcset>, expected)")
             references.append(R.Reference(path, path, sets[0][2], sets[0][1]))
+    R.refuse_unmatched_mix(references)  # a plain file's lines cannot be matched to SGML/XML segments
     R.align(references)
     first = references[0]
     for r in references[1:]:
@@ -186,7 +194,7 @@ def main(argv=None):
         references = read_refs(a.refs)
         ids, lines = read_source(a.src)
         source = aligned_source(ids, lines, a.src, references[0])
-    except (CompareError, ET.ParseError) as e:
+    except CompareError as e:
         sys.exit(f"test_set_text.py: error: {e}")
     outputs = [(f"{a.out}.{a.src_lang}", source)]
     outputs += [(f"{a.out}.{a.tgt_lang}" + (f".ref{i}" if i else ""), r.lines) for i, r in enumerate(references)]

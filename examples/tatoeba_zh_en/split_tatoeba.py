@@ -3,8 +3,9 @@
     python examples/tatoeba_zh_en/split_tatoeba.py --input cmn.txt --out raw/ [--dev 1000] [--test 1500] [--seed 1] [--t2s]
 
 cmn.txt has one pair a line: English, a tab, Chinese, a tab, the attribution (a byte-order mark
-may open line 1). A Chinese sentence with several English translations is one group: all its
-pairs go to one split. The groups are shuffled with --seed (Python's random, so the same file and
+may open line 1), in UTF-8 (as Tatoeba gives it; a file saved as GBK/GB18030 or Big5 is refused
+with the iconv command that converts it, e.g. iconv -f gb18030 -t utf-8). A Chinese sentence
+with several English translations is one group: all its pairs go to one split. The groups are shuffled with --seed (Python's random, so the same file and
 seed give the same split on every machine), the first --dev groups are the validation split, the
 next --test the test split, the rest train. Writes into --out:
 
@@ -53,20 +54,23 @@ def read_pairs(path):
     """[(en, zh, attribution)] of cmn.txt; a bad line stops with its file and number."""
     if not os.path.isfile(path):
         raise SplitError(f"{path}: no such file (Tatoeba's cmn.txt expected)")
+    from mgsa_preprocess.errors import PreprocessError
+    from mgsa_preprocess.text_files import lines  # decoded a line at a time: a bad byte is named at its line
     pairs = []
-    with open(path, encoding="utf-8-sig") as f:
-        try:
-            for n, line in enumerate(f, 1):
-                line = line.rstrip("\r\n")
-                if not line.strip():
-                    continue
-                fields = line.split("\t")
-                if len(fields) < 2 or not fields[0].strip() or not fields[1].strip():
-                    raise SplitError(f"{path}, line {n}: {len(fields)} tab-separated field(s) "
-                                     f"{line[:60]!r}: expected English, a tab, Chinese (then the attribution)")
-                pairs.append((fields[0].strip(), fields[1].strip(), fields[2].strip() if len(fields) > 2 else ""))
-        except UnicodeDecodeError as e:
-            raise SplitError(f"{path}, line {n + 1}: not UTF-8 ({e.reason} at byte {e.start})")
+    try:
+        for n, line in lines(path, "Tatoeba's cmn.txt"):
+            line = line.rstrip("\r\n")
+            if n == 1 and line.startswith("\ufeff"):
+                line = line[1:]  # the byte-order mark, not text
+            if not line.strip():
+                continue
+            fields = line.split("\t")
+            if len(fields) < 2 or not fields[0].strip() or not fields[1].strip():
+                raise SplitError(f"{path}, line {n}: {len(fields)} tab-separated field(s) "
+                                 f"{line[:60]!r}: expected English, a tab, Chinese (then the attribution)")
+            pairs.append((fields[0].strip(), fields[1].strip(), fields[2].strip() if len(fields) > 2 else ""))
+    except PreprocessError as e:  # not UTF-8 (with the encoding it looks like), unreadable
+        raise SplitError(f"{path}, line {e.line}: {e.message}" if e.line else str(e)) from None
     if not pairs:
         raise SplitError(f"{path}: no pairs (English, a tab, Chinese on each line expected)")
     return pairs

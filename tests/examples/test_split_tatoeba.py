@@ -132,3 +132,19 @@ def test_too_few_sentences_is_refused(tmp_path):
     assert proc.returncode == 1 and not (tmp_path / "raw").exists()
     assert proc.stderr.strip() == ("split_tatoeba.py: error: 2 distinct Chinese sentences: too few for 1 dev and 1 test "
                                    "sentences and a training split")
+
+
+@pytest.mark.parametrize("bad_line", [1, 301])
+def test_a_gbk_line_is_named_with_its_encoding(tmp_path, bad_line):
+    """Issue 51 item 11: a cmn.txt line in GBK is named by its own number (on main: a traceback,
+    UnboundLocalError, for line 1; line 276 for line 301, the text decoder reading ahead), with
+    the iconv command for GBK, not Latin-1's; nothing is written."""
+    rows = [f"Sentence {i} .\t句子{i}。\tx\n".encode("utf-8") for i in range(400)]
+    rows[bad_line - 1] = "We are neighbours .\t我们是邻居。\tx\n".encode("gbk")
+    cmn = tmp_path / "cmn.txt"
+    cmn.write_bytes(b"".join(rows))
+    proc = run(["--input", str(cmn), "--out", str(tmp_path / "raw"), "--dev", "1", "--test", "1"], check=False)
+    assert proc.returncode == 1 and not (tmp_path / "raw").exists()
+    assert proc.stderr.strip().splitlines() == [
+        f"split_tatoeba.py: error: {cmn}, line {bad_line}: not UTF-8 (byte 0xCE at column 21); it looks like "
+        f"GBK/GB2312/GB18030: convert it with iconv -f gb18030 -t utf-8"]

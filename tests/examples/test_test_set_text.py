@@ -186,3 +186,67 @@ def test_the_table_of_several_test_sets(tmp_path):
     assert rows[3] == f"| MG-SA syntactic | 43.98 ± 0.20 + | 44.40 ± 0.20 | {(43.98 + 44.40) / 2:.2f} |"
     assert "case-sensitive, 4 references a sentence" in table
     assert "- mgsa_syntactic: mt03: ahead; mt04: not significantly different" in table
+
+
+# --- issue 51 ---------------------------------------------------------------------------------
+
+def test_one_refset_with_every_reference_told_apart_by_sysid(refs, tmp_path):
+    """Item 9: one <refset>, each document's sysid naming its reference (the second one's
+    documents in another order): four references, as mgsa-compare --refs-sgml reads the file (on
+    main: "document doc0 has segment 1 twice")."""
+    src = tmp_path / "src.sgm"
+    src.write_text(srcset(DOCS[::-1]), encoding="utf-8")
+    ref = tmp_path / "ref.sgm"
+    ref.write_text(nist_sgml(refs, one_refset=True).split("</srcset>\n", 1)[1], encoding="utf-8")
+    out = tmp_path / "t"
+    proc = run("--src", src, "--refs", ref, "--out", out, "--src-lang", "zh", "--tgt-lang", "en")
+    assert proc.returncode == 0, proc.stderr
+    assert [read(f"{out}.en")] + [read(f"{out}.en.ref{k}") for k in (1, 2, 3)] == refs
+    assert read(f"{out}.zh") == SOURCE
+
+
+def test_a_malformed_wmt_xml_source_is_named(refs, tmp_path):
+    """Item 15: expat's message with the file's name and what was expected (on main: "not
+    well-formed (invalid token): line 3, column 33", no file)."""
+    ref = tmp_path / "ref.xml"
+    ref.write_text(wmt_xml(refs[:1]), encoding="utf-8")
+    src = tmp_path / "src.xml"
+    src.write_text('<dataset id="t">\n<collection id="general">\n<doc id="d1"><src lang="zh"><p><seg id="1">R&D'
+                   '</seg></p></src></doc>\n</collection>\n</dataset>\n', encoding="utf-8")
+    proc = run("--src", src, "--refs", ref, "--out", tmp_path / "t", "--src-lang", "zh", "--tgt-lang", "en")
+    assert proc.returncode == 1 and not os.path.exists(tmp_path / "t.en")
+    assert proc.stderr.strip().splitlines() == [f"test_set_text.py: error: {src}: line 3, column 47: not "
+                                                f"well-formed XML (invalid token) (WMT's XML test set expected)"]
+
+
+def test_plain_and_sgml_references_are_not_mixed(refs, tmp_path):
+    """Item 1, here: a reference one a line has no ids to match the SGML's segments by."""
+    src = tmp_path / "src.sgm"
+    src.write_text(srcset(), encoding="utf-8")
+    plain = tmp_path / "ref0.txt"
+    plain.write_text("".join(line + "\n" for line in refs[0]), encoding="utf-8")
+    ref = tmp_path / "ref.sgm"
+    ref.write_text(nist_sgml(refs[1:2]).split("</srcset>\n", 1)[1], encoding="utf-8")
+    proc = run("--src", src, "--refs", plain, ref, "--out", tmp_path / "t", "--src-lang", "zh", "--tgt-lang", "en")
+    assert proc.returncode == 1 and not os.path.exists(tmp_path / "t.en")
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"test_set_text.py: error: {plain}: one reference a line, without "
+                                                   f"the document and segment ids that {ref} is matched by")
+
+
+@pytest.mark.parametrize("encoding, name, iconv", [("gbk", "GBK/GB2312/GB18030", "gb18030"), ("big5", "Big5", "big5"),
+                                                   ("utf-16", "UTF-16", "utf-16")])
+def test_a_chinese_source_not_in_utf8_gets_its_own_iconv(refs, tmp_path, encoding, name, iconv):
+    """Item 10: the advice names the encoding the bytes are in (on main: iconv -f latin1, whose
+    output is mojibake every later step accepts)."""
+    src = tmp_path / "src.sgm"
+    text = srcset().replace("中文句子", "我们是邻居")
+    src.write_bytes((text.replace("我们是邻居", "我們是鄰居").replace("个", "個") if encoding == "big5" else text)
+                    .encode(encoding))
+    ref = tmp_path / "ref.sgm"
+    ref.write_text(nist_sgml(refs[:1]).split("</srcset>\n", 1)[1], encoding="utf-8")
+    proc = run("--src", src, "--refs", ref, "--out", tmp_path / "t", "--src-lang", "zh", "--tgt-lang", "en")
+    assert proc.returncode == 1 and not os.path.exists(tmp_path / "t.zh")
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"test_set_text.py: error: {src}:") and \
+        lines[0].endswith(f"it looks like {name}: convert it with iconv -f {iconv} -t utf-8"), lines

@@ -6,8 +6,10 @@
 The references: --ref FILE (one a line; repeat it for each reference of the test set),
 --refs-tsv FILE (tab-separated, one field per reference), --refs-sgml FILE (NIST/WMT SGML,
 <refset><doc><seg>, every refset or sysid a reference; IWSLT's .xml too) or --refs-xml FILE
-(WMT's XML test sets since 2021, every <ref translator=...> a reference), in any mix; every
-score, test and verdict is taken with all of them (sacrebleu's multi-reference BLEU and chrF).
+(WMT's XML test sets since 2021, every <ref translator=...> a reference), several of each;
+lines (--ref, --refs-tsv) and segments with ids (--refs-sgml, --refs-xml) are not mixed, since
+lines carry no ids to match the segments by. Every score, test and verdict is taken with all of
+them (sacrebleu's multi-reference BLEU and chrF).
 
 Each --system is NAME=PATH[,PATH...], one PATH per training seed: a file of hypotheses (one
 a line, in the reference's order; or fairseq-generate's output, read by sentence id: its D-

@@ -7,7 +7,8 @@ with a `<src>` and one `<ref translator=...>` per reference).
 Every reference ends as one list with one entry a test sentence, in the order of the
 hypotheses: a plain file's line order; for SGML and XML the documents and segments of the
 first reference read, the others matched to it by document and segment id (as NIST's mteval
-matches them). A missing reference for one sentence (an empty field of the TSV) is None,
+matches them). Lines and segments with ids are never mixed: lines say nothing of their ids.
+A missing reference for one sentence (an empty field of the TSV) is None,
 which sacrebleu takes as "no reference from this one" (its variable number of references).
 
 Anything else is a CompareError: one line naming the file, where in it, and what was expected.
@@ -74,9 +75,12 @@ def read_tsv(path: str) -> List[Reference]:
             raise CompareError(f"{path}: line {number}: no reference (every sentence needs one at least)")
         for column, f in zip(columns, fields):
             column.append(f if f.strip() else None)
-    if width == 1:
-        return [Reference(path, path, columns[0])]
-    return [Reference(f"{path} column {i + 1}", path, column) for i, column in enumerate(columns)]
+    # a column empty on every line (a tab at the end of every line) is no reference: counted, it
+    # would make "5 refs" of 4 and every sentence one that "has fewer"
+    kept = [(i, column) for i, column in enumerate(columns) if any(f is not None for f in column)]
+    if len(kept) == 1:
+        return [Reference(path, path, kept[0][1])]
+    return [Reference(f"{path} column {i + 1}", path, column) for i, column in kept]
 
 
 # --- NIST and WMT SGML ------------------------------------------------------------------------
@@ -195,20 +199,27 @@ def sgml_name(path: str, key: Tuple[int, Optional[str]], refs: dict) -> str:
 
 # --- WMT's XML (2021 on) ----------------------------------------------------------------------
 
-def read_wmt_xml(path: str) -> List[Reference]:
-    """Every translator's reference of a WMT XML test set, documents in file order (those with a
-    `testsuite` attribute skipped, as sacrebleu does: they have no references), each document's
-    segments in the order of its source's segment ids. Every document needs every translator's
-    reference, with the source's segments."""
-    read_utf8(path, "WMT XML references: <dataset><collection><doc><ref translator=...>")  # the UTF-8 check
+def parse_xml(path: str, what: str, expected: str):
+    """The root element of the XML file `path`; UTF-8 and well-formed, or one line naming the file
+    and where (expat's own message names neither file nor, in its words, what was expected)."""
+    read_utf8(path, what)  # the UTF-8 check
     try:
-        root = ET.parse(path).getroot()
+        return ET.parse(path).getroot()
     except ET.ParseError as e:
         line, column = e.position
         reason = str(e).split(":")[0]  # expat's words: "not well-formed (invalid token)", "junk after ..."
         reason = re.sub(r"^not well-formed \((.*)\)$", r"\1", reason)
         raise CompareError(f"{path}: line {line}, column {column + 1}: not well-formed XML ({reason}) "
-                           f"(WMT's XML test set expected; SGML is read by --refs-sgml)") from None
+                           f"({expected})") from None
+
+
+def read_wmt_xml(path: str) -> List[Reference]:
+    """Every translator's reference of a WMT XML test set, documents in file order (those with a
+    `testsuite` attribute skipped, as sacrebleu does: they have no references), each document's
+    segments in the order of its source's segment ids. Every document needs every translator's
+    reference, with the source's segments."""
+    root = parse_xml(path, "WMT XML references: <dataset><collection><doc><ref translator=...>",
+                     "WMT's XML test set expected; SGML is read by --refs-sgml")
     if root.tag != "dataset":
         hint = " (the <refset><doc><seg> layout: read it with --refs-sgml)" \
             if root.tag in ("mteval", "refset") or root.find(".//refset") is not None else ""
@@ -309,6 +320,21 @@ def align(references: List[Reference]) -> None:
         r.ids = list(first.ids)
 
 
+def refuse_unmatched_mix(references: List[Reference]) -> None:
+    """Lines (--ref, --refs-tsv) and segments with ids (--refs-sgml, --refs-xml) cannot be put in
+    one order: a plain file says nothing of which document and segment each line is, and an SGML
+    file's documents need not be in the order the plain file follows (read in file order, the
+    two were silently misaligned: BLEU 29 instead of 67)."""
+    plain = next((r for r in references if r.ids is None), None)
+    marked = next((r for r in references if r.ids is not None), None)
+    if plain is not None and marked is not None:
+        raise CompareError(f"{plain.name}: one reference a line, without the document and segment ids that "
+                           f"{marked.name} is matched by, so the two cannot be aligned (its documents may be in "
+                           f"another order); give every reference in one form: all as --refs-sgml/--refs-xml, or "
+                           f"all as lines in one order (examples/common/test_set_text.py writes them from SGML or "
+                           f"XML, with the source in their order)")
+
+
 def read_references(specs: Sequence[Tuple[str, str]]) -> List[Reference]:
     """(kind, path) as given on the command line -> the references, in that order, each with one
     entry per test sentence; an empty reference, a file given twice, or references of different
@@ -326,6 +352,7 @@ def read_references(specs: Sequence[Tuple[str, str]]) -> List[Reference]:
             if all(os.path.isfile(p) for p in parts):
                 raise CompareError(f"--ref {path}: no such file; one file per --ref: --ref " + " --ref ".join(parts))
     references = [r for kind, path in specs for r in READERS[kind](path)]
+    refuse_unmatched_mix(references)
     for r in references:
         if not r.lines:
             raise CompareError(f"{r.name}: empty (one reference a line expected)" if r.ids is None else

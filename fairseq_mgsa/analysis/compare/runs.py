@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
-from mgsa_preprocess.text_files import not_utf8
+from mgsa_preprocess.text_files import encoding_sample, not_utf8
 
 from .trainlog import read_text, read_train_log
 
@@ -50,8 +50,10 @@ def read_utf8(path: str, what: str) -> str:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:  # where, so that the user can look: the line and column (one message for all)
         start = data.rfind(b"\n", 0, e.start) + 1  # of the line
-        raise CompareError(str(not_utf8(data[start:e.end], e.start - start, path,
-                                        data.count(b"\n", 0, e.start) + 1))) from None
+        end = data.find(b"\n", e.start)
+        end = len(data) if end < 0 else end  # the line's end
+        raise CompareError(str(not_utf8(data[start:end], e.start - start, path, data.count(b"\n", 0, e.start) + 1,
+                                        encoding_sample(data[:1 << 16], data[start:end])))) from None
     return text[1:] if text.startswith("\ufeff") else text
 
 
