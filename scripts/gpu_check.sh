@@ -89,7 +89,7 @@ for p in ${ONLY//,/ }; do
   [[ " ${PHASES[*]} " == *" $p "* ]] || die "--phases: unknown phase '$p' (phases: ${PHASES[*]})"
 done
 for l in "${LIMITS[@]}"; do
-  [[ $l =~ ^([a-z0-9]+)=([1-9][0-9]*)$ && " ${PHASES[*]} " == *" ${BASH_REMATCH[1]} "* ]] \
+  [[ $l =~ ^([a-z0-9_]+)=([1-9][0-9]*)$ && " ${PHASES[*]} " == *" ${BASH_REMATCH[1]} "* ]] \
     || die "--limit: expected PHASE=SECONDS with a phase of ${PHASES[*]}, got '$l'"
 done
 

@@ -164,8 +164,9 @@ class HybridMultiheadAttention(MultiheadAttention):
         self.fusion = BranchFusion(fusion, len(branches), embed_dim, gate_reduction, gate_shared)
         # shared by the layers of a stack (models/hysan_transformer.py)
         self.mask_memo = MaskCache()
-        # recompute the fused branches in the backward pass instead of keeping their outputs
-        # (torch's activation checkpointing): less memory, the branches' forward run twice
+        # recompute the branches in the backward pass instead of keeping their outputs (torch's
+        # activation checkpointing; fused_branches, or explicit_recomputed without the fused
+        # path): less memory, the branches' forward run twice
         self.recompute = False
         # fairseq takes its fast path (F.multi_head_attention_forward), which ignores
         # before_softmax, whenever incremental_state is None; this flag turns that path off
@@ -279,6 +280,24 @@ class HybridMultiheadAttention(MultiheadAttention):
             fused = branches_fused(q, k, v)
         return self.out_proj(fused)
 
+    def explicit_recomputed(self, query: Tensor, key: Optional[Tensor], value: Optional[Tensor],
+                            key_padding_mask: Optional[Tensor], attn_mask: Optional[Tensor]) -> Tensor:
+        """The explicit path's branches (scores, softmax, P V, fusion) for a full forward, recomputed
+        in the backward pass as fused_branches recomputes its own: the path of a module without the
+        fused one (relative positions, hybrid_relative.py). Returns f(O_1, ..., O_l), T x B x C."""
+        from torch.utils.checkpoint import checkpoint
+
+        bsz = query.size(1)
+
+        def branches(query, key, value):
+            logits, v = self.scores(query, key, value, key_padding_mask, None, attn_mask)
+            tgt_len, src_len = logits.shape[-2:]
+            masks, allowed, keep_all = self.branch_masks(tgt_len, src_len, logits)
+            keep = self.branch_keep(allowed, keep_all, key_padding_mask, bsz, self.out_proj.weight.dtype)
+            return self.attend(logits, v, masks, keep)[0]
+
+        return checkpoint(branches, query, key, value, use_reentrant=False)
+
     def forward(
         self,
         query: Tensor,
@@ -303,6 +322,9 @@ class HybridMultiheadAttention(MultiheadAttention):
         tgt_len, bsz, embed_dim = query.size()
         if attn_mask is not None:
             attn_mask = self.finite_attn_mask(attn_mask, query.dtype)
+        if (self.recompute and incremental_state is None and not (want_weights or keep_branches)
+                and torch.is_grad_enabled()):
+            return self.out_proj(self.explicit_recomputed(query, key, value, key_padding_mask, attn_mask)), None
         logits, v = self.scores(query, key, value, key_padding_mask, incremental_state, attn_mask)
         src_len = logits.size(-1)
         masks, allowed, keep_all = self.branch_masks(tgt_len, src_len, logits)

@@ -5,7 +5,8 @@ The relative key term q_i a^K_ij^T / sqrt(d) enters the one score matrix E that 
 shares, before the branches' masks are added (hybrid_attention.py), and every branch's output
 gets its own sum_j p_ij a^V_ij beside sum_j p_ij v_j. The a^V term needs the probabilities, which
 torch's fused attention does not give back, so every forward takes HySAN's explicit path (one
-softmax over E with the stacked masks, one product with V).
+softmax over E with the stacked masks, one product with V; under --hysan-recompute recomputed in
+the backward pass, HybridMultiheadAttention.explicit_recomputed).
 """
 
 from typing import List, Optional, Tuple

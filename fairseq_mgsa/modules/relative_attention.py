@@ -108,6 +108,18 @@ def relative_scores(attention: MultiheadAttention, relative: RelativePositions, 
     return logits, v, index
 
 
+def softmax_of_masked_rows(logits: Tensor, onnx_trace: bool = False) -> Tensor:
+    """Softmax over the keys (last dim), with zeros for a query that may attend to no key at
+    all, as torch's attention (fairseq's path for its own MultiheadAttention) gives for such
+    rows. A left-padded target's padding queries are such rows under the causal mask: their
+    keys are all padding. A plain softmax would make them NaN, and the NaN would reach every
+    real position at the next layer through P V (0 * NaN = NaN). Rows with a key are unchanged;
+    no NaN in the forward or the backward pass."""
+    none = torch.isneginf(logits).all(dim=-1, keepdim=True)
+    probs = utils.softmax(logits.masked_fill(none, 0.0), dim=-1, onnx_trace=onnx_trace)
+    return probs.masked_fill(none, 0.0)
+
+
 class RelativeMultiheadAttention(MultiheadAttention):
     """fairseq's MultiheadAttention (projections, dropout, cache and its beam reordering) as
     self-attention with relative position representations, k = max_relative_positions."""
@@ -139,7 +151,7 @@ class RelativeMultiheadAttention(MultiheadAttention):
         logits, v, index = relative_scores(self, self.relative, query, key_padding_mask, incremental_state, attn_mask)
         if before_softmax:
             return logits, v
-        probs_float = utils.softmax(logits, dim=-1, onnx_trace=self.onnx_trace)
+        probs_float = softmax_of_masked_rows(logits, self.onnx_trace)
         probs = self.dropout_module(probs_float.type_as(logits))
         z = torch.bmm(probs, v) + self.relative.value_sums(probs, index)  # B*H x T x d
         attn = self.out_proj(z.transpose(0, 1).contiguous().view(tgt_len, bsz, embed_dim))

@@ -283,3 +283,36 @@ def test_recompute_option_gives_the_same_training_step():
     assert grads[0].keys() == grads[1].keys()
     for n in grads[0]:
         torch.testing.assert_close(grads[1][n], grads[0][n], atol=1e-6, rtol=1e-5, msg=n)
+
+
+def test_recompute_with_relative_positions_recomputes_every_hybrid_layer(monkeypatch):
+    """--hysan-recompute with --max-relative-positions: the relative layers take the explicit path
+    (no fused attention), which now recomputes too: one checkpointed call a hybrid layer and
+    training step (there were none), with the same loss and gradients as without the option."""
+    import torch.utils.checkpoint
+
+    calls = []
+    checkpoint = torch.utils.checkpoint.checkpoint
+    monkeypatch.setattr(torch.utils.checkpoint, "checkpoint",
+                        lambda *a, **kw: calls.append(a[0]) or checkpoint(*a, **kw))
+    lengths = [7, 4, 1, 3]
+    _, src = sentence_batch("left", lengths)
+    _, prev = sentence_batch("right", [5, 2, 4, 3], seed=4)
+    real = prev.ne(PAD)
+    losses, grads = [], []
+    for extra in ([], ["--hysan-recompute"]):
+        calls.clear()
+        m = build("hysan_transformer", *ALL_BRANCHES, "--max-relative-positions", "2", *extra).train()  # dropout 0
+        loss = m(src, torch.tensor(lengths), prev)[0][real].logsumexp(-1).sum()
+        loss.backward()
+        hybrid = [mod for mod in m.modules() if isinstance(mod, HybridMultiheadAttention)]
+        assert len(hybrid) == 4 and len(calls) == (4 if extra else 0), calls
+        losses.append(loss.detach())
+        grads.append({n: p.grad for n, p in m.named_parameters()})
+        with torch.no_grad():  # nothing to recompute outside training
+            m(src, torch.tensor(lengths), prev)
+        assert len(calls) == (4 if extra else 0)
+    torch.testing.assert_close(losses[1], losses[0], atol=0, rtol=0)
+    assert grads[0].keys() == grads[1].keys()
+    for n in grads[0]:
+        torch.testing.assert_close(grads[1][n], grads[0][n], atol=1e-6, rtol=1e-5, msg=n)

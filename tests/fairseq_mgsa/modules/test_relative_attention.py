@@ -144,3 +144,35 @@ def test_incremental_decoding_with_beam_reorders_equals_the_full_forward(hybrid)
             full, _ = module(history[:t + 1], history[:t + 1], history[:t + 1], attn_mask=causal_mask(t + 1),
                              need_weights=False)
             torch.testing.assert_close(step[0], full[t], atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("hybrid", [False, True])
+def test_a_left_padded_target_stays_finite_and_gives_each_sentence_its_own_output(hybrid):
+    """fairseq's decoder with --left-pad-target: under the causal mask a padding query's keys are
+    all padding. Two layers (the module twice, as the NaN of such a row reached every real position
+    at the next one): forward and gradients finite, each sentence's positions as the sentence alone."""
+    torch.manual_seed(5)
+    if hybrid:
+        module = RelativeHybridMultiheadAttention(DIM, HEADS, [Branch("global"), Branch("local", 1)], K,
+                                                  fusion="add", causal=True)
+    else:
+        module = RelativeMultiheadAttention(DIM, HEADS, K)
+
+    def two_layers(x, pad, n):
+        h = module(x, x, x, key_padding_mask=pad, attn_mask=causal_mask(n), need_weights=False)[0]
+        return module(h, h, h, key_padding_mask=pad, attn_mask=causal_mask(n), need_weights=False)[0]
+
+    sentences = [torch.randn(n, DIM) for n in LENGTHS]
+    x, pad = padded(sentences, "left")
+    x.requires_grad_()
+    out = two_layers(x, pad, T)
+    assert torch.isfinite(out).all()
+    weight = torch.randn(out.shape)
+    (out * weight)[~pad.t()].sum().backward()  # the loss sees the real positions only, as fairseq's does
+    assert torch.isfinite(x.grad).all()
+    assert all(torch.isfinite(p.grad).all() for p in module.parameters() if p.grad is not None)
+    with torch.no_grad():
+        for b, s in enumerate(sentences):
+            n = s.size(0)
+            alone = two_layers(s[:, None], None, n)[:, 0]
+            torch.testing.assert_close(out[T - n:, b], alone, atol=1e-5, rtol=1e-5)
