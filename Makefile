@@ -24,7 +24,7 @@ bench: install
 
 # on a machine with a CUDA GPU: every system trained and decoded in half precision, the invariants
 # on the GPU, the benchmark with --fp16 at base size and with bf16 at big size on 16k-token batches
-# (at most 8 minutes on one H100; docs/gpu.md), into gpu-check/
+# (at most 9 minutes on one H100; docs/gpu.md), into gpu-check/
 gpu-check:
 	PYTHON=$(PYTHON) bash scripts/gpu_check.sh
 

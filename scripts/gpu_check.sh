@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The GPU check (`make gpu-check`): does the plugin train and decode on this machine's GPU in
-# half precision, and at what speed? In at most 8 minutes on one H100-class GPU:
+# half precision, and at what speed? In at most 9 minutes on one H100-class GPU:
 #
 #   env         versions, the GPU
 #   data        a corpus from the project's grammar with gold trees, binarized with its phrase files

@@ -169,7 +169,7 @@ def test_the_total_follows_the_limits(tmp_path):
 
 
 def test_the_gpu_plan_expects_every_phase_within_75_percent_of_its_limit():
-    """The GPU's limits (scripts/gpu_check.sh) fit the 8 minutes, and each phase's expected time
+    """The GPU's limits (scripts/gpu_check.sh) fit 9 minutes, and each phase's expected time
     (predicted from the last H200 run) is within 75% of its limit."""
     plan, _ = run_check("--plan")
     first, second = plan.stdout.strip().splitlines()
@@ -177,7 +177,7 @@ def test_the_gpu_plan_expects_every_phase_within_75_percent_of_its_limit():
     expected = {p: (int(e), int(q)) for p, e, q in
                 re.findall(r"(\w+) (\d+) s \(75% of its limit: (\d+) s\)", second)}
     assert list(limits) == list(expected) == ["env", "data", "fp16", "variants", "invariants", "bench", "bench_big"]
-    assert sum(limits.values()) <= 480 and limits["env"] + limits["data"] + limits["fp16"] <= 180
+    assert sum(limits.values()) <= 540 and limits["env"] + limits["data"] + limits["fp16"] <= 180
     for phase, (e, q) in expected.items():
         assert q == limits[phase] * 3 // 4 and e <= 0.75 * limits[phase], (phase, e, limits[phase])
     assert "not yet confirmed on a GPU" in second
