@@ -15,7 +15,7 @@ WIKI_HEADLINES=${WIKI_HEADLINES:-1}     # 1: Wiki Headlines (public) in train
 STATMT=${STATMT:-http://statmt.org}     # mirrors: set these two
 DATA_STATMT=${DATA_STATMT:-http://data.statmt.org}
 
-# 02: tokenisation and cleaning (sacremoses with -l ru for the Russian side)
+# 02: tokenisation and cleaning (Russian: mgsa_preprocess.moses_ru, sacremoses -l ru whose tokens detokenize back)
 WORKERS=${WORKERS:-8}
 # No punctuation normalisation by default, of any split: Moses' normalisation makes « » „ “ into "
 # and — – into -, so a model trained on normalised text could never write the marks that
