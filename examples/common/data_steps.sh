@@ -49,6 +49,7 @@ tokenize_file() {
     norm=0
     in_list "$split" "$NORM_SPLITS" && norm=1
     how="normalise $norm, split hyphens $AGGRESSIVE_DASH"
+    [ "$lang" != ru ] || how+=", tokens detokenizable (mgsa_preprocess.moses_ru)"
   fi
   is_done "02_tokenize.$name" "$how" "${inputs[@]}" && return 0
   if is_zh "$lang"; then

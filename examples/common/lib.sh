@@ -269,14 +269,27 @@ in_list() { [[ " $2 " == *" $1 "* ]]; }
 # control characters removed (as fairseq does for WMT training text); NORMALIZE=0: only the
 # curly apostrophe made straight (as fairseq does for test sets). AGGRESSIVE=1: hyphens split
 # ("a-b" -> "a @-@ b", tokenizer.perl -a). Moses escapes are kept (&amp; &apos; ...).
+#
+# Russian: python -m mgsa_preprocess.moses_ru, sacremoses' tokens kept so that moses_detokenize
+# gives the raw text back (guillemets, „ “, ellipses, O'Neil, 2:1; no escapes), the raw text as
+# it is without NORMALIZE (no ’ -> ').
 moses_tokenize() {
   local lang=$1 jobs=$2 normalize=$3 aggressive=$4 tok_cmd=(tokenize)
   [ "$aggressive" = 1 ] && tok_cmd+=(-a)
-  if [ "$normalize" = 1 ]; then
+  if [ "$lang" = ru ]; then
+    if [ "$normalize" = 1 ]; then sacremoses -l ru -j "$jobs" -q normalize -c; else cat; fi \
+      | python -m mgsa_preprocess.moses_ru "${tok_cmd[@]}" -j "$jobs"
+  elif [ "$normalize" = 1 ]; then
     sacremoses -l "$lang" -j "$jobs" -q normalize -c "${tok_cmd[@]}"
   else
     sed "s/’/'/g" | sacremoses -l "$lang" -j "$jobs" -q "${tok_cmd[@]}"
   fi
+}
+
+# moses_detokenize LANG < tokenized > text: sacremoses' detokenizer; Russian: the one that undoes
+# moses_tokenize's Russian tokens (mgsa_preprocess.moses_ru).
+moses_detokenize() {
+  if [ "$1" = ru ]; then python -m mgsa_preprocess.moses_ru detokenize; else sacremoses -l "$1" -q detokenize; fi
 }
 
 # lowercase < in > out: Python's str.lower, the same as select_trees.py --lowercase applies to leaves.

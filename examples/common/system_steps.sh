@@ -273,7 +273,7 @@ score_test_set() {
   else
     cp "$out/hyp.tok" "$out/hyp.tok.bleu"
   fi
-  sacremoses -l "$TGT" -q detokenize < "$out/hyp.tok" > "$out/hyp.detok"
+  moses_detokenize "$TGT" < "$out/hyp.tok" > "$out/hyp.detok"
   sacrebleu "${bleu_refs[@]}" -i "$out/hyp.tok.bleu" -m bleu --tokenize none -w 2 -f json > "$out/bleu.tok.json"
   sacrebleu "${raw_refs[@]}" -i "$out/hyp.detok" -m bleu "${lc[@]}" -w 2 -f json > "$out/bleu.detok.json"
   local what="test set"

@@ -34,6 +34,7 @@ loses the extra one. Anything else that does not parse is an error naming the fi
 
 import argparse
 import json
+import os
 import re
 import sys
 from collections import Counter
@@ -221,6 +222,21 @@ def read_sinica(path: str, tags: str = "simplified", script: str = "t2s") -> Tup
     return out, report
 
 
+def output_problem(treebank: str, out: str, report: Optional[str]) -> Optional[str]:
+    """What is wrong with --out or --report, checked before the treebank is read: a folder, the
+    treebank itself (which writing would overwrite), or one file given for both; None if nothing."""
+    outputs = [("--out", out)] + ([("--report", report)] if report else [])
+    for option, path in outputs:
+        if os.path.isdir(path):
+            return f"{path}: {option} is a folder; give the name of the file to write"
+        if os.path.abspath(path) == os.path.abspath(treebank) or (
+                os.path.exists(path) and os.path.exists(treebank) and os.path.samefile(path, treebank)):
+            return f"{path}: {option} is the treebank itself; writing there would overwrite it"
+    if report and os.path.abspath(report) == os.path.abspath(out):
+        return f"{out}: --out and --report name the same file"
+    return None
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python -m mgsa_preprocess.parser_training.sinica",
                                 description="Convert the Sinica Treebank (ICG format, NLTK's sample) into bracketed "
@@ -233,6 +249,9 @@ def main(argv=None):
                    help="words: Traditional to Simplified (OpenCC t2s, default) or unchanged")
     p.add_argument("--report", help="write the conversion's counts here (JSON)")
     a = p.parse_args(argv)
+    problem = output_problem(a.treebank, a.out, a.report)
+    if problem:
+        sys.exit(f"sinica: error: {problem}")
     try:
         trees, report = read_sinica(a.treebank, a.tags, a.script)
     except PreprocessError as e:

@@ -21,11 +21,13 @@ import subprocess
 
 import pytest
 
+from mgsa_preprocess.moses_ru import tokenize_line
 from mgsa_preprocess.synthetic import cyrillic, generate, write_corpus
 
 from tests.end_to_end.recipe_runs import EXAMPLES, RECIPE_VARS, bash, count_lines, recipe_env
 from tests.paths import checkout_pythonpath
 from tests.end_to_end.test_recipe_downloads import make_tgz, sgm
+from tests.preprocess.russian_text import RUSSIAN
 
 RECIPE = os.path.join(EXAMPLES, "wmt16_en_ru")
 SIZES = (("train", 120), ("valid", 12), ("test", 16))
@@ -47,7 +49,11 @@ def corpus(tmp_path_factory):
         for name in (f"{split}.en", f"{split}.en.tree"):
             shutil.copy(gen / name, raw / name)
         tokens[split] = (gen / f"{split}.ru").read_text(encoding="utf-8").splitlines()
-        (raw / f"{split}.ru").write_text("".join(detokenized(t) + "\n" for t in tokens[split]), encoding="utf-8")
+        lines = [detokenized(t) for t in tokens[split]]
+        if split == "test":  # real Russian punctuation in the references (the test set is not cleaned)
+            lines[:len(RUSSIAN)] = RUSSIAN
+            tokens[split][:len(RUSSIAN)] = [tokenize_line(line, aggressive_dash_splits=True) for line in RUSSIAN]
+        (raw / f"{split}.ru").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     return raw, tokens
 
 
@@ -94,16 +100,48 @@ def test_en_ru_trains_decodes_and_scores(en_ru):
 
 def test_scoring_the_references_gives_100_and_detokenizes_cyrillic_back(en_ru, tmp_path):
     """Step 08 with the tokenized references as hypotheses: BLEU 100 tokenized and detokenized,
-    so sacremoses -l ru detokenized the Cyrillic text back into the raw references."""
+    so the Russian text (« » „ “ — – … ё, О'Нил, 2:1 in its first lines) came back byte for byte
+    into the raw references, the text step 09 compares too."""
     work = tmp_path / "work"
     shutil.copytree(en_ru["work"], work, ignore=shutil.ignore_patterns("checkpoints", "data-bin"))
     out = work / "results" / "mgsa_syntactic"
     shutil.copy(work / "tok" / "test.ru", out / "hyp.tok")
     bash(os.path.join(RECIPE, "08_score.sh"), dict(en_ru["env"], WORKDIR=str(work), SYSTEM="mgsa_syntactic"))
-    assert (out / "hyp.detok").read_text(encoding="utf-8") == (en_ru["raw"] / "test.ru").read_text(encoding="utf-8")
+    assert (out / "hyp.detok").read_bytes() == (en_ru["raw"] / "test.ru").read_bytes()
     bleu = (out / "bleu.txt").read_text(encoding="utf-8")
     assert re.search(r"^tokenized BLEU.*: 100\.00 ", bleu, flags=re.M), bleu
     assert re.search(r"^detokenized sacreBLEU.*: 100\.00 ", bleu, flags=re.M), bleu
+
+
+def test_train_valid_and_test_russian_are_tokenized_alike(tmp_path):
+    """Step 02 treats the Russian of every split alike (no punctuation normalisation by default):
+    a sentence has the same tokens in train as in test, « » „ “ — – … kept, so that a model can
+    learn to write what the references hold. NORM_SPLITS naming some splits only is refused up
+    front; naming every split normalises them all alike."""
+    raw, work = tmp_path / "raw", tmp_path / "work"
+    raw.mkdir()
+    for split in ("train", "valid", "test"):
+        (raw / f"{split}.ru").write_text("".join(line + "\n" for line in RUSSIAN), encoding="utf-8")
+        (raw / f"{split}.en").write_text("".join(f"the {split} sentence number {i} .\n" for i in range(len(RUSSIAN))))
+    env = recipe_env(work, RAW_DIR=str(raw))
+    bash(os.path.join(RECIPE, "02_tokenize.sh"), env)
+    full = {split: (work / "tok" / "full" / f"{split}.ru").read_text(encoding="utf-8") for split in ("train", "valid", "test")}
+    assert full["train"] == full["valid"] == full["test"]
+    assert all(mark in full["train"] for mark in "«»„“—–…ё'")
+    assert full["test"].splitlines()[0] == "« Газпром » и „ Роснефть “ — крупнейшие компании России ."
+
+    some = bash(os.path.join(RECIPE, "02_tokenize.sh"), dict(env, NORM_SPLITS="train valid", WORKDIR=str(tmp_path / "w2")),
+                check=False)
+    assert some.returncode == 1 and some.stdout.strip().splitlines() == [
+        "02_tokenize.sh: error: NORM_SPLITS='train valid' leaves out test: punctuation normalised in some splits only "
+        "leaves the test set with marks that training never shows (the references' guillemets, low-high quotes and "
+        "dashes are \" and - in training); set "
+        "NORM_SPLITS empty (the default) or to every split: 'train valid test'"]
+    assert not (tmp_path / "w2").exists()
+    work = tmp_path / "all"
+    bash(os.path.join(RECIPE, "02_tokenize.sh"), dict(env, NORM_SPLITS="train valid test", WORKDIR=str(work)))
+    full = {split: (work / "tok" / "full" / f"{split}.ru").read_text(encoding="utf-8") for split in ("train", "test")}
+    assert full["train"] == full["test"] and "«" not in full["test"] and '"' in full["test"]
 
 
 def recipe_settings(names, **env):
@@ -120,16 +158,18 @@ def recipe_settings(names, **env):
 def test_the_papers_settings_by_default(direction, size, tmp_path):
     """The paper's Table 1 setup: joint BPE 40,000, checkpoints every 10,000 updates and the last 5
     averaged, beam 5, length penalty 0.6, cased, no compound splitting; a Russian source's
-    default systems read no trees."""
+    default systems read no trees; no punctuation normalised in any split."""
     got = recipe_settings(("SRC", "TGT", "WORKDIR", "BPE_MERGES", "SAVE_INTERVAL_UPDATES", "AVG_N", "BEAM", "LENPEN",
-                           "LOWERCASE", "COMPOUND_SPLIT", "SYSTEMS", "SYSTEM", "ARCH_SIZE", "LR", "MAX_UPDATE"),
+                           "LOWERCASE", "COMPOUND_SPLIT", "SYSTEMS", "SYSTEM", "ARCH_SIZE", "LR", "MAX_UPDATE",
+                           "NORM_SPLITS"),
                           DIRECTION=direction, MODEL_SIZE=size)
     src, tgt = direction.split("-")
     systems = "transformer mgsa_ngram" if src == "ru" else "transformer mgsa_syntactic"
     assert got == dict(SRC=src, TGT=tgt, WORKDIR=f"/tmp/wmt16_{src}_{tgt}", BPE_MERGES="40000",
                        SAVE_INTERVAL_UPDATES="10000", AVG_N="5", BEAM="5", LENPEN="0.6", LOWERCASE="0",
                        COMPOUND_SPLIT="0", SYSTEMS=systems, SYSTEM=systems.split()[1], ARCH_SIZE=size,
-                       LR={"base": "7e-4", "big": "5e-4"}[size], MAX_UPDATE={"base": "100000", "big": "300000"}[size])
+                       LR={"base": "7e-4", "big": "5e-4"}[size], MAX_UPDATE={"base": "100000", "big": "300000"}[size],
+                       NORM_SPLITS="")  # no split normalised: train and test alike
 
 
 def test_ru_en_refuses_systems_that_read_trees_up_front(corpus, tmp_path):

@@ -1,12 +1,14 @@
 """mgsa-segment-zh (preprocess/segment_zh.py): the expected tokens are written out by hand."""
 
 import gzip
+import lzma
 import subprocess
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mgsa_preprocess import segment_zh
 from mgsa_preprocess.errors import PreprocessError
 from mgsa_preprocess.segment_zh import Segmenter, cache_dir, segment_file, segment_line
 from tests.paths import checkout_env, command
@@ -117,7 +119,8 @@ def test_tokens_put_back_together_give_the_line_without_its_spaces():
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.text(st.sampled_from(list("北京大学生我们的了在用GPUgpu2017１２．５.,，。！“”…—-_ \u3000\ufeffàé😀") + ["\u4e00"]),
+@given(st.text(st.sampled_from(list("北京大学生我们的了在用GPUgpu2017１２．５.,，。！“”…—-_ \u3000\ufeffàé😀") + ["\u4e00"]
+                              + ["\u0301", "\ufe0f", "\u200d", "\u200c", "\u2060", "\u00ad"]),
                max_size=30))
 def test_no_character_is_lost_or_made_and_no_token_holds_a_space(line):
     tokens = segment_line(line)
@@ -128,3 +131,47 @@ def test_no_character_is_lost_or_made_and_no_token_holds_a_space(line):
 def test_cache_dir_follows_xdg(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert cache_dir() == str(tmp_path / "mgsa-preprocess" / "jieba")
+
+
+def test_traditional_user_dictionary_words_apply_with_t2s(tmp_path):
+    d = tmp_path / "user.dict"
+    d.write_text("深度學習模型 1000000\n", encoding="utf-8")
+    assert Segmenter(user_dict=str(d)).segment("深度學習模型") == "深度學習模型"
+    # the text is converted to Simplified: the dictionary's word is too, so it still applies
+    assert Segmenter(t2s=True, user_dict=str(d)).segment("深度學習模型很好") == "深度学习模型 很 好"
+
+
+@pytest.mark.parametrize("line, tokens", [
+    ("我爱你❤️！", ["我爱你", "❤️", "！"]),  # a variation selector stays on its heart
+    ("家庭👨\u200d👩\u200d👧好", ["家庭", "👨\u200d👩\u200d👧", "好"]),  # one emoji of three, joined by U+200D
+    ("Jose\u0301来了", ["Jose\u0301", "来", "了"]),  # a combining accent stays on its letter
+    ("a\u200cb和c\u2060d", ["a\u200cb", "和", "c\u2060d"]),  # joiners inside a word keep it whole
+    ("今天\u2060很好", ["今天\u2060", "很", "好"]),  # a lone word joiner goes with the piece before it
+    ("\u0301北京 \u200d", ["\u0301北京", "\u200d"]),  # nothing before: the next piece, or alone
+])
+def test_grapheme_clusters_stay_whole(line, tokens):
+    assert Segmenter().tokens(line) == tokens
+
+
+def test_gz_output_is_written_compressed(tmp_path):
+    src, out = tmp_path / "in.zh", tmp_path / "train.zh.gz"
+    src.write_text("我们用GPU\n北京\n", encoding="utf-8")
+    segment_file(str(src), str(out), quiet=True)
+    with gzip.open(out, "rt", encoding="utf-8") as f:
+        assert f.read() == "我们 用 GPU\n北京\n"
+    assert gzip.decompress(out.read_bytes()) == "我们 用 GPU\n北京\n".encode()
+    assert b"train.zh\0" in out.read_bytes()[:40]  # the header names the file, not its temporary name
+    segment_file(str(out), str(tmp_path / "again.zh.xz"), quiet=True)  # what it wrote reads back, and xz too
+    assert lzma.decompress((tmp_path / "again.zh.xz").read_bytes()) == "我们 用 GPU\n北京\n".encode()
+
+
+def test_an_output_folder_is_refused_before_any_work(tmp_path, monkeypatch):
+    src = tmp_path / "in.zh"
+    src.write_text("北京\n", encoding="utf-8")
+    (tmp_path / "out").mkdir()
+    made = []
+    monkeypatch.setattr(segment_zh, "Segmenter", lambda *a: made.append(a))
+    with pytest.raises(PreprocessError) as e:
+        segment_file(str(src), str(tmp_path / "out"), quiet=True)
+    assert str(e.value) == f"{tmp_path / 'out'}: --output is a folder; give the name of the file to write"
+    assert made == [] and list((tmp_path / "out").iterdir()) == []

@@ -115,6 +115,27 @@ def test_sinica_lines_become_bracketed_trees(tmp_path):
     assert json.loads((tmp_path / "r.json").read_text())["trees"] == 4
 
 
+@pytest.mark.parametrize("out, report, message", [
+    ("parsed", None, "{d}/parsed: --out is the treebank itself; writing there would overwrite it"),
+    ("./x/../parsed", None, "./x/../parsed: --out is the treebank itself; writing there would overwrite it"),
+    ("folder", None, "{d}/folder: --out is a folder; give the name of the file to write"),
+    ("t.tree", "parsed", "{d}/parsed: --report is the treebank itself; writing there would overwrite it"),
+    ("t.tree", "folder", "{d}/folder: --report is a folder; give the name of the file to write"),
+    ("t.tree", "t.tree", "{d}/t.tree: --out and --report name the same file"),
+])
+def test_sinica_outputs_are_checked_before_anything_is_written(tmp_path, monkeypatch, out, report, message):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "parsed").write_text("\n".join(SINICA) + "\n", encoding="utf-8")
+    (tmp_path / "folder").mkdir()
+    paths = [out if out.startswith(".") else str(tmp_path / out)]
+    argv = [str(tmp_path / "parsed"), "--out", paths[0]] + (["--report", str(tmp_path / report)] if report else [])
+    with pytest.raises(SystemExit) as e:
+        sinica_main(argv)
+    assert e.value.code == "sinica: error: " + message.format(d=tmp_path)
+    assert (tmp_path / "parsed").read_text(encoding="utf-8") == "\n".join(SINICA) + "\n"
+    assert not (tmp_path / "t.tree").exists() and list((tmp_path / "folder").iterdir()) == []
+
+
 @pytest.mark.parametrize("line, message", [
     ("S(agent:NP(Head:Nhaa:我們))#，(COMMACATEGORY)", r"p:2: expected a Sinica \(ICG\) tree line"),
     ("#5:5.[9] S(agent:NP(Head:Nhaa:我們)#，(COMMACATEGORY)", r"p:2: Sinica \(ICG\) tree: expected '\|' or '\)'"),
