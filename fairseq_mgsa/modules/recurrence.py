@@ -42,8 +42,6 @@ class Recurrence(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, d_out: Tensor):
-        if torch.is_grad_enabled():  # create_graph=True: a gradient that is to be differentiated again
-            raise RuntimeError(DOUBLE_BACKWARD)
         w, h_prev, z, c = ctx.saved_tensors
         if ctx.chunk_size:
             d_xg, d_later = ops.onlstm_recurrence_backward(z, c, w, d_out, ctx.chunk_size)
@@ -53,7 +51,23 @@ class Recurrence(torch.autograd.Function):
             d_w = torch.bmm(d_later.transpose(1, 2), h_prev)
         else:
             d_w = torch.zeros_like(w)
-        return d_xg, d_w.to(ctx.weight_dtype), None
+        d_w = d_w.to(ctx.weight_dtype)
+        if torch.is_grad_enabled():  # create_graph=True: the gradients may be differentiated again
+            d_xg, d_w = _NoDoubleBackward.apply(d_xg.detach().requires_grad_(), d_w.detach().requires_grad_())
+        return d_xg, d_w, None
+
+
+class _NoDoubleBackward(torch.autograd.Function):
+    """The recurrence's gradients under create_graph=True: usable as values, and one clear error
+    where they are differentiated (instead of "element 0 of tensors does not require grad")."""
+
+    @staticmethod
+    def forward(ctx, d_xg: Tensor, d_w: Tensor):
+        return d_xg.clone(), d_w.clone()
+
+    @staticmethod
+    def backward(ctx, *_):
+        raise RuntimeError(DOUBLE_BACKWARD)
 
 
 def recurrence(xg: Tensor, weight_hh: Tensor, chunk_size: int = 0) -> Tensor:
