@@ -175,18 +175,23 @@ def no_dropout(model):
 
 def step_gradients(model, criterion, sample, dtype=None, autocast=False):
     """The flattened gradient (float32) of one training step's loss: the model in its own dtype, or
-    under autocast to `dtype`; float16 with fairseq's initial loss scale."""
-    model.zero_grad(set_to_none=True)
+    under autocast to `dtype`; float16 with fairseq's initial loss scale, halved and the step
+    taken again while the gradient overflows, as fairseq's loss scaler does (an update it skips is
+    not a wrong gradient; one that overflows at every scale down to 1 is returned as it is)."""
     half = dtype if autocast else next(model.parameters()).dtype
     scale = FP16_LOSS_SCALE if half == torch.float16 else 1.0
     device = next(model.parameters()).device
-    with torch.autocast(device.type, dtype=dtype, enabled=autocast):
-        loss = criterion(model, sample)[0]
-    (loss * scale).backward()
-    grads = [p.grad.float().flatten() / scale if p.grad is not None else torch.zeros(p.numel(), device=device)
-             for p in model.parameters()]
-    model.zero_grad(set_to_none=True)
-    return torch.cat(grads)
+    while True:
+        model.zero_grad(set_to_none=True)
+        with torch.autocast(device.type, dtype=dtype, enabled=autocast):
+            loss = criterion(model, sample)[0]
+        (loss * scale).backward()
+        grads = torch.cat([p.grad.float().flatten() / scale if p.grad is not None
+                           else torch.zeros(p.numel(), device=device) for p in model.parameters()])
+        model.zero_grad(set_to_none=True)
+        if scale <= 1.0 or torch.isfinite(grads).all():
+            return grads
+        scale /= 2
 
 
 def compare_gradients(got, ref):

@@ -146,6 +146,19 @@ def as_float(v):
         return math.nan
 
 
+def epoch_updates(lines):
+    """The update count of fairseq's end-of-epoch json lines ("train"): the last epoch's is the
+    run's last update, which the per-interval lines miss when --max-update is not a multiple of
+    --log-interval (64 updates logged every 10: the last inner line says 60)."""
+    import json
+
+    counts = [0]
+    for line in lines:
+        if "| train | " in line:
+            counts.append(int(as_float(json.loads(line.split("| train | ", 1)[1]).get("train_num_updates", 0)) or 0))
+    return max(counts)
+
+
 def training_figures(lines, updates):
     inner = parse_training_log(lines)
     losses = [as_float(x.get("loss")) for x in inner]
@@ -159,7 +172,7 @@ def training_figures(lines, updates):
     return {"losses": losses, "loss_first": losses[0] if losses else None,
             "loss_last": losses[-1] if losses else None, "valid_loss": valid_loss,
             "overflow_skips": skipped, "loss_scale_last": scales[-1] if scales else None,
-            "updates_done": int(inner[-1]["num_updates"]) if inner else 0,
+            "updates_done": max(int(inner[-1]["num_updates"]) if inner else 0, epoch_updates(lines)),
             "min_loss_scale_reached": any(MIN_SCALE in line for line in lines)}
 
 
