@@ -259,19 +259,18 @@ def run(a, chosen, device, out):
         copy_start = copy_throughput(device)
         logger.info("copy throughput (256 MB tensor copy, read + write): %.2f GB/s", copy_start)
         mem = CpuPeakMemory() if device.type == "cpu" else None
-        # one-time costs (lazy library and kernel initialisation, allocator growth) must land on
-        # no system's time or memory figure. On the CPU: one untimed update of every system first
-        # (the memory figure is the process's). On a GPU: the first system goes untimed over every
-        # batch of the own runs, so that each batch shape's first kernels and allocations do not
-        # land on its own run (on an H200 the Transformer's own run, primed with one update, gave
-        # 4.6 updates/s, the 2.3x larger matched one's 23.7); the others' own --warmup updates
-        # cover their own kernels (memory: max_memory_allocated, reset for each run)
+        # one-time costs (lazy library and kernel initialisation, allocator growth, Triton
+        # compilations, autotuning) must land on no system's time or memory figure. On the CPU: one
+        # untimed update of every system first (the memory figure is the process's). On a GPU: every
+        # system goes untimed over every batch of the own runs first (on the H200, priming the
+        # first system alone left the others' own runs paying their own first uses: 1.4-5.1
+        # updates/s against 12-15 once warm); memory: max_memory_allocated, reset for each run
         own = batches[:a.warmup + a.own_updates]  # the own runs' batches: the first ones of the list
-        primers = [(names[0], own)] if device.type == "cuda" else [(n, batches[:1]) for n in names]
+        primers = [(n, own) for n in names] if device.type == "cuda" else [(n, batches[:1]) for n in names]
         for n, prime in primers:
             timing.train_one(all_args[n], task, prime, argparse.Namespace(**{**vars(a), "warmup": len(prime)}),
                              device, mem)
-        logger.info("primed: %s", f"{len(own)} untimed updates of {names[0]}" if device.type == "cuda"
+        logger.info("primed: %s", f"{len(own)} untimed updates of every system" if device.type == "cuda"
                     else "one untimed update of every system")
         checkpoints = {n: os.path.join(workdir, "checkpoints", f"{n}.pt") for n in names}
         own_tokens = sum(bdata.count_tokens(b, pad) for b in own[a.warmup:])
