@@ -163,10 +163,10 @@ def test_the_plugins_device_choices_are_counted_as_a_gpu_makes_them():
                     branches += [os.path.relpath(path, ROOT) for line in f if not line.strip().startswith("#")
                                  and re.search(r"\.is_cuda\b|device\.type\b|\.is_cpu\b|cuda\.is_available", line)]
     # the branches that need no setting: bf16.py reads the device when options are parsed (no
-    # tensor work); recurrence_cells.py picks the Triton kernel or the torch arithmetic of a
-    # registered operator (a cell, or the whole recurrence), which the count sees once either
+    # tensor work); recurrence_path.py picks, inside a registered operator (a cell, or the whole
+    # recurrence), the Triton kernel or the torch arithmetic, which the count sees once either
     # way (test_recurrence.py checks it)
-    same_count = {"fairseq_mgsa/bf16.py", "fairseq_mgsa/modules/recurrence_cells.py"}
+    same_count = {"fairseq_mgsa/bf16.py", "fairseq_mgsa/modules/recurrence_path.py"}
     assert sorted(b for b in branches if b not in same_count) == ["fairseq_mgsa/modules/phrase_memory.py"]
     from fairseq_mgsa.modules.phrase_memory import PhraseMemory
     model = torch.nn.Sequential(PhraseMemory(3, 16, 8, "san", "onlstm", 4))
