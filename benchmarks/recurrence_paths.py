@@ -4,12 +4,13 @@ cell a step), and the torch step loop (MGSA_NO_TRITON=1), forward and backward, 
 CUDA events on identical inputs. Also what the loop kernel's compilation needs: shared memory
 per block, registers and spilled bytes per thread (the compiled kernel's metadata).
 
-    python -m benchmarks.recurrence_paths --out DIR        # on a CUDA GPU
-    python -m benchmarks.recurrence_paths --out DIR --dry-run   # the code path on the CPU, tiny
+    python benchmarks/recurrence_paths.py [--out DIR]           # on a CUDA GPU
+    python benchmarks/recurrence_paths.py --out DIR --dry-run   # the code path on the CPU, tiny
 
 The widths are those of the heads a granularity feeds: 128 (base, 3 phrase granularities),
 256 (big, 3), 512, 768 (big, one granularity) and 1024 (all 16 heads of the big model in one).
-One JSON line a measurement into DIR/recurrence_paths.jsonl as it ends (a cut run keeps them).
+One JSON line a measurement into DIR/recurrence_paths.jsonl as it ends (a cut run keeps them);
+DIR defaults to benchmarks/runs/recurrence_paths/ (ignored by git, run_outputs.py).
 """
 
 import argparse
@@ -21,6 +22,11 @@ import time
 import torch
 
 from fairseq_mgsa.modules import recurrence_cells, recurrence_loops
+
+try:
+    from run_outputs import default_out  # python benchmarks/recurrence_paths.py: benchmarks/ on sys.path
+except ImportError:  # python -m benchmarks.recurrence_paths
+    from benchmarks.run_outputs import default_out
 
 WIDTHS = [128, 256, 512, 768, 1024]
 
@@ -80,14 +86,18 @@ def compiled_info(kernel):
     return info
 
 
-def main(argv=None):
+def get_parser():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--out", required=True)
+    p.add_argument("--out", default=default_out("recurrence_paths"), help="folder of recurrence_paths.jsonl")
     p.add_argument("--dry-run", action="store_true")
     p.add_argument("--reps", type=int, default=10)
     p.add_argument("--widths", default=",".join(map(str, WIDTHS)))
     p.add_argument("--dtypes", default="fp16,bf16,fp32")
-    a = p.parse_args(argv)
+    return p
+
+
+def main(argv=None):
+    a = get_parser().parse_args(argv)
     os.makedirs(a.out, exist_ok=True)
     device = torch.device("cpu" if a.dry_run else "cuda")
     widths = [8, 16] if a.dry_run else [int(w) for w in a.widths.split(",")]
