@@ -29,6 +29,11 @@ def settings(recipe, **env):
     ("multi30k_en_de", "gpu", dict(ARCH_SIZE="iwslt", MAX_TOKENS="4096", LR="5e-4", WARMUP="2000", DROPOUT="0.3",
                                    MAX_UPDATE="10000", PATIENCE="5", VALID_INTERVAL="250", DECODE_CHECKPOINT="best",
                                    THREADS="", RUN_JOBS="3")),
+    # the rule that lets every Tatoeba run converge on a CPU (docs/tatoeba.md): 10 validations of 150
+    # updates without a new best, the cap far above where runs stop
+    ("tatoeba_zh_en", None, dict(ARCH_SIZE="cpu", MAX_TOKENS="2048", LR="2e-3", WARMUP="200", DROPOUT="0.1",
+                                 MAX_UPDATE="20000", PATIENCE="10", VALID_INTERVAL="150", DECODE_CHECKPOINT="best",
+                                 THREADS="1", RUN_JOBS="1")),
     ("iwslt14_de_en", None, dict(ARCH_SIZE="iwslt", MAX_TOKENS="4096", LR="5e-4", WARMUP="4000", DROPOUT="0.3",
                                  MAX_UPDATE="50000", PATIENCE="", DECODE_CHECKPOINT="average", RUN_JOBS="1")),
     ("iwslt14_de_en", "gpu", dict(ARCH_SIZE="iwslt", MAX_TOKENS="4096", LR="5e-4", WARMUP="4000", DROPOUT="0.3",
