@@ -64,3 +64,12 @@ def device() -> torch.device:
 def small() -> bool:
     """True when rehearsing on the CPU: a test may shrink its sizes (never its checks)."""
     return rehearsal()
+
+
+@pytest.fixture
+def no_tf32():
+    """float32 products in float32 (TF32 would round their operands to 10 bits)."""
+    saved = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    yield
+    torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved

@@ -28,13 +28,6 @@ TOLERANCE = {torch.float32: 1e-4, torch.float16: 1e-2, torch.bfloat16: 5e-2}
 SIZES = {"base": (512, 8), "big": (1024, 16)}  # embed dim, heads (fairseq's transformer, _big)
 
 
-@pytest.fixture
-def no_tf32():
-    """float32 products in float32 (TF32 would round their operands to 10 bits)."""
-    saved = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
-    yield
-    torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
 
 
 def batch_lengths(small):
