@@ -14,7 +14,7 @@ A line is cut into tokens in this order:
 * a run of Chinese characters is cut into words by jieba (its dictionary, HMM for unknown words),
   with the words of ``--user-dict`` added.
 
-These rules read a line as grapheme clusters (the ``regex`` package's ``\X``): a character with
+These rules read a line as grapheme clusters (the ``regex`` package's ``\\X``): a character with
 its combining marks, variation selectors and joiners (``José`` written with a combining accent,
 ``❤️``, emoji joined by U+200D) is one piece, classed by its base character and never cut; an
 invisible format character that is a cluster of its own (U+2060 word joiner, a soft hyphen, a
