@@ -5,13 +5,13 @@ A Chinese source with an English target is preprocessed with separate dictionari
 without --joined-dictionary, separate BPE codes: the two scripts share no subwords), and one
 embedding matrix for both sides is then impossible. The plugin's models and the mgsa_translation
 task check it where the model is built; fairseq's own Transformer under fairseq's `translation`
-task raises its own ValueError, which the plugin's exception hook (errors.py) prints as the same
+task raises its own ValueError, which the plugin's exception hook (excepthook.py) prints as the same
 one line.
 """
 
 import os
 
-from .errors import MGSAError
+from ..errors import MGSAError
 
 # what fairseq's TransformerModelBase.build_model raises for the same mistake
 FAIRSEQ_MESSAGE = "--share-all-embeddings requires a joined dictionary"
