@@ -1,7 +1,7 @@
 """The shell recipes of examples/ (wmt14_en_de, iwslt14_de_en) run whole, on tiny data:
 
 * every step after download runs, through each recipe's run_all.sh, on a tiny corpus from
-  the project's grammar (preprocess/synthetic.py) standing in for the downloaded files
+  the project's grammar (preprocess/synthetic/) standing in for the downloaded files
   (SKIP_DOWNLOAD=1 RAW_DIR=...) with its gold trees (TREES_DIR=...: stanza's models cannot
   be downloaded here), BPE with 50 merges, tiny models for 6 updates on CPU; the outputs are
   checked: phrase files readable and matching the binarized source, checkpoints, the averaged
