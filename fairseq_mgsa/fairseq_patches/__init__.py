@@ -9,12 +9,20 @@ which importing fairseq_mgsa calls once (after fairseq is imported):
   dictionaries (shared_embeddings.py, which the plugin's models and task also check with),
   print as one line.
 
-The modules import nothing from the rest of the plugin but
-errors.py, so nothing here imports back into the code that depends on it.
+The modules import nothing from the rest of the plugin but errors.py, so nothing here imports
+back into the code that depends on it.
 """
 
 
+_installed = False
+
+
 def install():
+    """Installs every change once (a second call does nothing: the exit hook would run twice)."""
+    global _installed
+    if _installed:
+        return
+    _installed = True
     # checkpoint_loading installs itself when imported: examples/common/average_checkpoints.py
     # runs that file by path, without fairseq
     from . import bf16, checkpoint_loading, clean_exit, excepthook  # noqa: F401
