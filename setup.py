@@ -15,7 +15,8 @@ setup(
     python_requires=">=3.8",
     # The preprocess/ folder installs as `mgsa_preprocess`: a top-level `preprocess`
     # would collide with the unrelated PyPI package of that name.
-    packages=find_packages(include=["fairseq_mgsa", "fairseq_mgsa.*"]) + ["mgsa_preprocess", "mgsa_preprocess.parser_training"],
+    packages=find_packages(include=["fairseq_mgsa", "fairseq_mgsa.*"])
+    + ["mgsa_preprocess", "mgsa_preprocess.parser_training", "mgsa_preprocess.synthetic"],
     package_dir={"mgsa_preprocess": "preprocess"},
     install_requires=[
         # fairseq 0.12.2 does not import on Python 3.11 (dataclass defaults); the

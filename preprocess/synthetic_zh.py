@@ -1,4 +1,4 @@
-"""The project's grammar (synthetic.py) with a Chinese source: ``python -m mgsa_preprocess.synthetic
+"""The project's grammar (synthetic/) with a Chinese source: ``python -m mgsa_preprocess.synthetic
 --lang zh --out DIR``.
 
 Each sentence is drawn by the same Grammar and its tree rewritten word for word and label for

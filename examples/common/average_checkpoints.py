@@ -19,7 +19,7 @@ on than all of them (see pick()). Fewer than N found: all of them, with a warnin
 Under torch >= 2.6 torch.load only accepts the classes on its allow-list (weights_only=True
 by default). A fairseq checkpoint holds a few more (argparse.Namespace; numpy arrays when
 trained with --eval-bleu): this script adds exactly those, with the list of
-fairseq_mgsa/checkpoint_loading.py, which it runs by path (importing the plugin package
+fairseq_mgsa/fairseq_patches/checkpoint_loading.py, which it runs by path (importing the plugin package
 would import all of fairseq), and leaves the protection on for everything else.
 """
 
@@ -34,17 +34,20 @@ import importlib.util
 import torch
 
 
+PATCH = os.path.join("fairseq_patches", "checkpoint_loading.py")  # inside the fairseq_mgsa package
+
+
 def load_allow_list():
-    """Run fairseq_mgsa/checkpoint_loading.py (beside this repository's examples, or
+    """Run fairseq_mgsa/fairseq_patches/checkpoint_loading.py (beside this repository's examples, or
     the installed package's) without importing the fairseq_mgsa package."""
     here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "fairseq_mgsa")
-    if not os.path.isfile(os.path.join(here, "checkpoint_loading.py")):
+    if not os.path.isfile(os.path.join(here, PATCH)):
         found = importlib.util.find_spec("fairseq_mgsa")  # finds the package without running it
         if found is None or not found.submodule_search_locations:
             sys.exit("average_checkpoints.py: error: fairseq_mgsa not found: run it from the repository or "
                      "install fairseq-mgsa")
         here = list(found.submodule_search_locations)[0]
-    spec = importlib.util.spec_from_file_location("mgsa_checkpoint_loading", os.path.join(here, "checkpoint_loading.py"))
+    spec = importlib.util.spec_from_file_location("mgsa_checkpoint_loading", os.path.join(here, PATCH))
     spec.loader.exec_module(importlib.util.module_from_spec(spec))
 
 

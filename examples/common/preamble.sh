@@ -1,6 +1,6 @@
 # The preamble every recipe script shares: the defaults common to all recipes, then the shared
-# helpers (lib.sh) and the step functions (data_steps.sh: steps 02-05, system_steps.sh: 06-09,
-# parser_steps.sh: the Chinese recipes' choice of parser),
+# helpers (lib.sh) and the step functions (data_steps.sh: steps 02, 04, 05; parser_steps.sh: 03
+# and the parsers; system_steps.sh: 06-09),
 # then the check of the settings. Sourced at the end of a recipe's defaults.sh, which sets the
 # recipe's own settings first (SRC, TGT, WORKDIR, corpus sizes ...: those below may use them, and
 # a recipe may set any of these itself). Every variable can be set by environment.

@@ -20,6 +20,19 @@ cpu_threads() {
   if [ -n "${THREADS:-}" ]; then export OMP_NUM_THREADS=$THREADS MKL_NUM_THREADS=$THREADS; fi
 }
 
+# one_gpu: GPUS, unless given: one when the job may use a GPU, else 0 (the CPU).
+one_gpu() { GPUS=${GPUS:-$(( $(num_gpus) > 0 ? 1 : 0 ))}; }
+
+# every_gpu: GPUS, unless given: every GPU the job may use (num_gpus), 0 without one.
+every_gpu() { GPUS=${GPUS:-$(num_gpus)}; }
+
+# paper_batch: every_gpu, and UPDATE_FREQ (unless given) ceil(PAPER_GPUS / GPUS), so that a
+# batch is PAPER_GPUS x MAX_TOKENS tokens on however many GPUs (the CPU counting as one).
+paper_batch() {
+  every_gpu
+  UPDATE_FREQ=${UPDATE_FREQ:-$(( (PAPER_GPUS + (GPUS > 0 ? GPUS : 1) - 1) / (GPUS > 0 ? GPUS : 1) ))}
+}
+
 # fp16_flags: --fp16 when FP16=1, or FP16=auto and torch sees a GPU.
 fp16_flags() {
   if [ "$FP16" = 1 ] || { [ "$FP16" = auto ] && has_cuda; }; then echo --fp16; fi

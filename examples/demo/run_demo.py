@@ -6,7 +6,7 @@ seeds each, every run stopped by the validation rule below (or at the cap); --fu
 of the registry and the parser's rows, the cap raised to FULL_MAX_UPDATE updates. The defaults
 are the constants below the imports.
 
-1. A parallel corpus from the project's grammar (preprocess/synthetic.py), in which the
+1. A parallel corpus from the project's grammar (preprocess/synthetic/), in which the
    target depends on the source's constituents (verb-final verb phrases, adjectives
    after nouns, PP attachment that changes word order and word choice), with gold trees;
    the test sentences whose source string is attachment-ambiguous (only the tree tells the
@@ -90,7 +90,7 @@ SMALL = [  # the model size: the same small dimensions for every model (4 heads:
 SUBSETS = {
     "ambiguous": "their source string has more than one reading under the grammar (a PP attached to the noun phrase "
                  "or to the verb phrase), with different targets, so only the tree tells them apart "
-                 "(preprocess/synthetic.py, attachment_ambiguous; line numbers in raw/test.ambiguous)",
+                 "(preprocess/synthetic/, attachment_ambiguous; line numbers in raw/test.ambiguous)",
     "unambiguous": "the others, one reading each",
 }
 

@@ -12,5 +12,5 @@
 set -euo pipefail
 # shellcheck source=defaults.sh
 source "$(dirname "${BASH_SOURCE[0]}")/defaults.sh"
-GPUS=${GPUS:-$(( $(num_gpus) > 0 ? 1 : 0 ))}   # one GPU when there is one (0: CPU, with FAIRSEQ_EXTRA=--cpu)
+one_gpu   # one GPU when there is one (0: CPU, with FAIRSEQ_EXTRA=--cpu)
 run_train

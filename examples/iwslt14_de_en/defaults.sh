@@ -2,6 +2,10 @@
 # environment. The settings every recipe shares are in ../common/preamble.sh, sourced at the end.
 # shellcheck shell=bash disable=SC2034  # the variables are read by the steps that source this file
 
+# what several recipes share: functions this file calls with its own values (choose_preset, vaswani_sizes ...)
+# shellcheck source=../common/settings.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../common/settings.sh"
+
 DIRECTION=${DIRECTION:-de-en}          # de-en: German source; en-de: English source
 SRC=${SRC:-${DIRECTION%-*}}
 TGT=${TGT:-${DIRECTION#*-}}
@@ -30,12 +34,7 @@ SYSTEMS=${SYSTEMS:-transformer mgsa_syntactic}   # systems to train, score and c
 # one run at a time; `gpu`, the same model, batch and learning rate on one GPU stopped on
 # validation loss (PATIENCE validations, one every VALID_INTERVAL updates, about an epoch, without
 # a new best; MAX_UPDATE the cap), the best checkpoint decoded, RUN_JOBS runs sharing the GPU.
-PRESET=${PRESET:-fairseq}
-case $PRESET in
-  fairseq|gpu) ;;
-  *) echo "PRESET='$PRESET': expected fairseq or gpu (examples/iwslt14_de_en/README.md)" >&2; exit 2 ;;
-esac
-preset() { if [ "$PRESET" = gpu ]; then echo "$2"; else echo "$1"; fi; }   # preset FAIRSEQ_VALUE GPU_VALUE
+choose_preset fairseq iwslt14_de_en   # preset FAIRSEQ_VALUE GPU_VALUE below: ../common/settings.sh
 ARCH_SIZE=iwslt
 LR=${LR:-5e-4}
 DROPOUT=${DROPOUT:-0.3}

@@ -3,6 +3,10 @@
 # recipe shares are in ../common/preamble.sh, sourced at the end.
 # shellcheck shell=bash disable=SC2034  # the variables are read by the steps that source this file
 
+# what several recipes share: functions this file calls with its own values (choose_preset, vaswani_sizes ...)
+# shellcheck source=../common/settings.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../common/settings.sh"
+
 WORKDIR=${WORKDIR:-$PWD/iwslt17_zh_en}
 SRC=zh
 TGT=en
@@ -15,14 +19,7 @@ IWSLT_TRAIN_URL=${IWSLT_TRAIN_URL:-https://huggingface.co/datasets/IWSLT/iwslt20
 WIT3_TEST_URL=${WIT3_TEST_URL:-https://raw.githubusercontent.com/hlt-mt/WIT3/master/archive/2017-01-ted-test/texts}
 VALID_SETS=${VALID_SETS:-dev2010}   # the dev set: these of the training archive's sets, put together
 TEST_SETS=${TEST_SETS:-tst2016 tst2017}
-# the trees: stanza's Chinese models (fetched in step 01: needs network), a parser trained on
-# your Chinese treebank (PARSER=treebank: PARSER_TRAIN_TREES ...), or your trees (TREES_DIR)
-PARSER=${PARSER:-stanza}
-PARSER_DIR=${PARSER_DIR:-$WORKDIR/parser}
-PARSER_TRAIN_TREES=${PARSER_TRAIN_TREES:-}
-PARSER_DEV_TREES=${PARSER_DEV_TREES:-}
-PARSER_TEST_TREES=${PARSER_TEST_TREES:-}
-PARSER_ARGS=${PARSER_ARGS:-}
+chinese_parser   # the trees: stanza's Chinese models, a parser trained on your treebank, or yours (../common/settings.sh)
 
 # 02: the Chinese segmented into words (mgsa-segment-zh: jieba; ZH_T2S, ZH_USER_DICT in
 # ../common/preamble.sh), the English Moses-tokenized, cased; training pairs cleaned

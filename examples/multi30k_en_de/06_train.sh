@@ -10,6 +10,6 @@
 set -euo pipefail
 # shellcheck source=defaults.sh
 source "$(dirname "${BASH_SOURCE[0]}")/defaults.sh"
-GPUS=${GPUS:-$(( $(num_gpus) > 0 ? 1 : 0 ))}   # one GPU when there is one, else the CPU
+one_gpu   # one GPU when there is one, else the CPU
 cpu_threads
 run_train

@@ -2,6 +2,10 @@
 # environment. The settings every recipe shares are in ../common/preamble.sh, sourced at the end.
 # shellcheck shell=bash disable=SC2034  # the variables are read by the steps that source this file
 
+# what several recipes share: functions this file calls with its own values (choose_preset, vaswani_sizes ...)
+# shellcheck source=../common/settings.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../common/settings.sh"
+
 SRC=en                     # English source: parsed by the recipe's own English parser
 TGT=de
 WORKDIR=${WORKDIR:-$PWD/multi30k_en_de}
@@ -45,28 +49,13 @@ BPE_MERGES=${BPE_MERGES:-8000}
 # GPU, three runs sharing it. Both stop on validation loss (PATIENCE validations every
 # VALID_INTERVAL updates without a new best), MAX_UPDATE the cap; the checkpoint with the best
 # validation loss is the one decoded. Each setting can still be set by environment.
-PRESET=${PRESET:-cpu}
-case $PRESET in
-  cpu|gpu) ;;
-  *) echo "PRESET='$PRESET': expected cpu or gpu (examples/multi30k_en_de/README.md)" >&2; exit 2 ;;
-esac
-preset() { if [ "$PRESET" = gpu ]; then echo "$2"; else echo "$1"; fi; }   # preset CPU_VALUE GPU_VALUE
-ARCH_SIZE=${ARCH_SIZE:-$(preset cpu iwslt)}
-LR=${LR:-$(preset 2e-3 5e-4)}
-DROPOUT=${DROPOUT:-$(preset 0.1 0.3)}
-WEIGHT_DECAY=${WEIGHT_DECAY:-0.0001}
-MAX_TOKENS=${MAX_TOKENS:-$(preset 2048 4096)}
-UPDATE_FREQ=${UPDATE_FREQ:-1}
+choose_preset cpu multi30k_en_de   # preset CPU_VALUE GPU_VALUE below: ../common/settings.sh
 WARMUP=${WARMUP:-$(preset 400 2000)}
 MAX_UPDATE=${MAX_UPDATE:-$(preset 2400 10000)}
 PATIENCE=${PATIENCE-$(preset 3 5)}
 VALID_INTERVAL=${VALID_INTERVAL:-$(preset 200 250)}
-SAVE_INTERVAL_UPDATES=${SAVE_INTERVAL_UPDATES:-$VALID_INTERVAL}
-AVG_N=${AVG_N:-1}                  # interval checkpoints kept (besides checkpoint_best.pt and _last)
-LOG_INTERVAL=${LOG_INTERVAL:-50}
-DECODE_CHECKPOINT=${DECODE_CHECKPOINT:-best}
-THREADS=${THREADS:-$(preset 1 "")}  # on CPU: one thread a run ...
-RUN_JOBS=${RUN_JOBS:-$(preset 2 3)}  # ... two runs at a time (run_all.sh); on one GPU three, sharing it
+RUN_JOBS=${RUN_JOBS:-$(preset 2 3)}  # one thread a run on CPU, two runs at a time (run_all.sh); on one GPU three
+small_model_presets                  # the rest of the two presets: ../common/settings.sh
 
 # 07-09: beam 5; sacreBLEU and chrF on detokenized, cased text; the systems and seeds of the table
 BEAM=${BEAM:-5}

@@ -9,7 +9,6 @@
 set -euo pipefail
 # shellcheck source=defaults.sh
 source "$(dirname "${BASH_SOURCE[0]}")/defaults.sh"
-GPUS=${GPUS:-$(num_gpus)}          # GPUs to train on (default: all that nvidia-smi lists)
-UPDATE_FREQ=${UPDATE_FREQ:-$(( (PAPER_GPUS + (GPUS > 0 ? GPUS : 1) - 1) / (GPUS > 0 ? GPUS : 1) ))}
+paper_batch   # every GPU, and --update-freq keeping the paper's batch (../common/system_steps.sh)
 cpu_threads
 run_train

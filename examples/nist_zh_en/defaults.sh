@@ -4,6 +4,10 @@
 # in ../common/preamble.sh, sourced at the end.
 # shellcheck shell=bash disable=SC2034  # the variables are read by the steps that source this file
 
+# what several recipes share: functions this file calls with its own values (choose_preset, vaswani_sizes ...)
+# shellcheck source=../common/settings.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../common/settings.sh"
+
 WORKDIR=${WORKDIR:-$PWD/nist_zh_en}
 SRC=zh
 TGT=en
@@ -12,14 +16,7 @@ TGT=en
 # mt03 ... mt06, each with its four references (RAW_DIR/mt03.en, mt03.en.ref1 ... ref3)
 NIST_PATHS=${NIST_PATHS:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/paths.sh}
 TEST_SETS=${TEST_SETS:-mt03 mt04 mt05 mt06}
-# the trees: stanza's Chinese models (fetched in step 01: needs network), a parser trained on
-# your Chinese treebank (PARSER=treebank: PARSER_TRAIN_TREES ...), or your trees (TREES_DIR)
-PARSER=${PARSER:-stanza}
-PARSER_DIR=${PARSER_DIR:-$WORKDIR/parser}
-PARSER_TRAIN_TREES=${PARSER_TRAIN_TREES:-}
-PARSER_DEV_TREES=${PARSER_DEV_TREES:-}
-PARSER_TEST_TREES=${PARSER_TEST_TREES:-}
-PARSER_ARGS=${PARSER_ARGS:-}
+chinese_parser   # the trees: stanza's Chinese models, a parser trained on your treebank, or yours (../common/settings.sh)
 
 # 02: the Chinese segmented into words (mgsa-segment-zh: jieba; ZH_T2S, ZH_USER_DICT in
 # ../common/preamble.sh), the English Moses-tokenized, cased (BLEU is case-sensitive); training
@@ -40,18 +37,7 @@ SYSTEMS=${SYSTEMS:-transformer mgsa_syntactic}   # the paper's Table 4 rows (fai
 
 # 06-07: the model size and what goes with it, as the paper ran them (8 GPUs x 4096 tokens, Vaswani et al.'s schedule)
 SYSTEM=${SYSTEM:-mgsa_syntactic}
-MODEL_SIZE=${MODEL_SIZE:-base}
-case "$MODEL_SIZE" in
-  base) LR=${LR:-7e-4}; DROPOUT=${DROPOUT:-0.1}; MAX_UPDATE=${MAX_UPDATE:-100000}; AVG_N=${AVG_N:-5}
-        RUN_SUFFIX=${RUN_SUFFIX:-} ;;
-  big)  LR=${LR:-5e-4}; DROPOUT=${DROPOUT:-0.3}; MAX_UPDATE=${MAX_UPDATE:-300000}; AVG_N=${AVG_N:-20}
-        RUN_SUFFIX=${RUN_SUFFIX:-_big} ;;
-  *) echo "$(basename "$0"): error: MODEL_SIZE must be base or big (got '$MODEL_SIZE')" >&2; exit 1 ;;
-esac
-ARCH_SIZE=$MODEL_SIZE
-MAX_TOKENS=${MAX_TOKENS:-4096}     # per GPU
-PAPER_GPUS=${PAPER_GPUS:-8}        # the batch is PAPER_GPUS x MAX_TOKENS whatever GPUS is
-WEIGHT_DECAY=${WEIGHT_DECAY:-0.0}
+vaswani_sizes base                  # MODEL_SIZE=base (the default) or big: ../common/settings.sh
 
 # 07-08: decoding and scoring: case-sensitive BLEU with the four references
 BEAM=${BEAM:-4}

@@ -4,6 +4,6 @@
 set -euo pipefail
 # shellcheck source=defaults.sh
 source "$(dirname "${BASH_SOURCE[0]}")/defaults.sh"
-GPUS=${GPUS:-$(( $(num_gpus) > 0 ? 1 : 0 ))}
+one_gpu
 cpu_threads
 step_average_and_generate

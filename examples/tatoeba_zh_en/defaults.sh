@@ -2,6 +2,10 @@
 # set by environment. The settings every recipe shares are in ../common/preamble.sh, sourced at the end.
 # shellcheck shell=bash disable=SC2034  # the variables are read by the steps that source this file
 
+# what several recipes share: functions this file calls with its own values (choose_preset, vaswani_sizes ...)
+# shellcheck source=../common/settings.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../common/settings.sh"
+
 SRC=zh                     # Chinese source: segmented into words once (step 02), parsed by a Sinica-trained parser
 TGT=en
 WORKDIR=${WORKDIR:-$PWD/tatoeba_zh_en}
@@ -48,29 +52,14 @@ BPE_MERGES=${BPE_MERGES:-4000}
 # validation BLEU on 1,000 sentences goes up and down between validations near its top, and with
 # 3 (450 updates) one run of a pair stopped 1,800 updates before the other while that one still gained.
 # The cap only guards against a run that never stops; runs stop on the rule well below it.
-PRESET=${PRESET:-cpu}
-case $PRESET in
-  cpu|gpu) ;;
-  *) echo "PRESET='$PRESET': expected cpu or gpu (examples/tatoeba_zh_en/README.md)" >&2; exit 2 ;;
-esac
-preset() { if [ "$PRESET" = gpu ]; then echo "$2"; else echo "$1"; fi; }   # preset CPU_VALUE GPU_VALUE
-ARCH_SIZE=${ARCH_SIZE:-$(preset cpu iwslt)}
-LR=${LR:-$(preset 2e-3 5e-4)}
-DROPOUT=${DROPOUT:-$(preset 0.1 0.3)}
-WEIGHT_DECAY=${WEIGHT_DECAY:-0.0001}
-MAX_TOKENS=${MAX_TOKENS:-$(preset 2048 4096)}
-UPDATE_FREQ=${UPDATE_FREQ:-1}
+choose_preset cpu tatoeba_zh_en   # preset CPU_VALUE GPU_VALUE below: ../common/settings.sh
 WARMUP=${WARMUP:-$(preset 200 2000)}
 MAX_UPDATE=${MAX_UPDATE:-$(preset 20000 10000)}
 PATIENCE=${PATIENCE-$(preset 10 5)}
 STOP_METRIC=${STOP_METRIC:-bleu}
 VALID_INTERVAL=${VALID_INTERVAL:-$(preset 150 250)}
-SAVE_INTERVAL_UPDATES=${SAVE_INTERVAL_UPDATES:-$VALID_INTERVAL}
-AVG_N=${AVG_N:-1}
-LOG_INTERVAL=${LOG_INTERVAL:-50}
-DECODE_CHECKPOINT=${DECODE_CHECKPOINT:-best}
-THREADS=${THREADS:-$(preset 1 "")}
 RUN_JOBS=${RUN_JOBS:-$(preset 1 3)}
+small_model_presets                 # the rest of the two presets: ../common/settings.sh
 
 # 07-09: beam 5; sacreBLEU and chrF on detokenized, cased text against every English translation
 # of each test sentence (RAW_DIR/test.refs.tsv); the systems and seeds of the table

@@ -2,6 +2,10 @@
 # environment. The settings every recipe shares are in ../common/preamble.sh, sourced at the end.
 # shellcheck shell=bash disable=SC2034  # the variables are read by the steps that source this file
 
+# what several recipes share: functions this file calls with its own values (choose_preset, vaswani_sizes ...)
+# shellcheck source=../common/settings.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../common/settings.sh"
+
 WORKDIR=${WORKDIR:-$PWD/wmt14_en_de}
 SRC=${SRC:-en}
 TGT=${TGT:-de}
@@ -27,18 +31,7 @@ SYSTEMS=${SYSTEMS:-mgsa_syntactic}   # systems to train, score and compare (fair
 
 # 06-07: the model size and what goes with it (06_train.sh says where these come from)
 SYSTEM=${SYSTEM:-mgsa_syntactic}   # the paper's full MG-SA
-MODEL_SIZE=${MODEL_SIZE:-base}
-case "$MODEL_SIZE" in
-  base) LR=${LR:-7e-4}; DROPOUT=${DROPOUT:-0.1}; MAX_UPDATE=${MAX_UPDATE:-100000}; AVG_N=${AVG_N:-5}
-        RUN_SUFFIX=${RUN_SUFFIX:-} ;;
-  big)  LR=${LR:-5e-4}; DROPOUT=${DROPOUT:-0.3}; MAX_UPDATE=${MAX_UPDATE:-300000}; AVG_N=${AVG_N:-20}
-        RUN_SUFFIX=${RUN_SUFFIX:-_big} ;;
-  *) echo "$(basename "$0"): error: MODEL_SIZE must be base or big (got '$MODEL_SIZE')" >&2; exit 1 ;;
-esac
-ARCH_SIZE=$MODEL_SIZE
-MAX_TOKENS=${MAX_TOKENS:-4096}     # per GPU
-PAPER_GPUS=${PAPER_GPUS:-8}        # the batch is PAPER_GPUS x MAX_TOKENS whatever GPUS is
-WEIGHT_DECAY=${WEIGHT_DECAY:-0.0}
+vaswani_sizes base                  # MODEL_SIZE=base (the default) or big: ../common/settings.sh
 
 # 07-08: decoding and scoring
 BEAM=${BEAM:-4}

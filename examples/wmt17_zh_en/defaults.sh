@@ -3,6 +3,10 @@
 # environment. The settings every recipe shares are in ../common/preamble.sh, sourced at the end.
 # shellcheck shell=bash disable=SC2034  # the variables are read by the steps that source this file
 
+# what several recipes share: functions this file calls with its own values (choose_preset, vaswani_sizes ...)
+# shellcheck source=../common/settings.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../common/settings.sh"
+
 WORKDIR=${WORKDIR:-$PWD/wmt17_zh_en}
 SRC=zh
 TGT=en
@@ -18,14 +22,7 @@ TEST_SETS=${TEST_SETS:-newstest2017}
 # TEST_SETS its name; by default newstest2017's SGML from the test archive
 TEST_SRC=${TEST_SRC:-}
 TEST_REF=${TEST_REF:-}
-# the trees: stanza's Chinese models (fetched in step 01: needs network), a parser trained on
-# your Chinese treebank (PARSER=treebank: PARSER_TRAIN_TREES ...), or your trees (TREES_DIR)
-PARSER=${PARSER:-stanza}
-PARSER_DIR=${PARSER_DIR:-$WORKDIR/parser}
-PARSER_TRAIN_TREES=${PARSER_TRAIN_TREES:-}
-PARSER_DEV_TREES=${PARSER_DEV_TREES:-}
-PARSER_TEST_TREES=${PARSER_TEST_TREES:-}
-PARSER_ARGS=${PARSER_ARGS:-}
+chinese_parser   # the trees: stanza's Chinese models, a parser trained on your treebank, or yours (../common/settings.sh)
 
 # 02: the Chinese segmented into words (mgsa-segment-zh: jieba; ZH_T2S, ZH_USER_DICT in
 # ../common/preamble.sh), the English Moses-tokenized, cased; training pairs cleaned
@@ -46,18 +43,7 @@ SYSTEMS=${SYSTEMS:-transformer hysan}   # HySAN's WMT17 comparison (fairseq_mgsa
 
 # 06-07: the model size (HySAN: the large model on WMT17) and Vaswani et al.'s schedule for it
 SYSTEM=${SYSTEM:-hysan}
-MODEL_SIZE=${MODEL_SIZE:-big}
-case "$MODEL_SIZE" in
-  base) LR=${LR:-7e-4}; DROPOUT=${DROPOUT:-0.1}; MAX_UPDATE=${MAX_UPDATE:-100000}; AVG_N=${AVG_N:-5}
-        RUN_SUFFIX=${RUN_SUFFIX:-_base} ;;
-  big)  LR=${LR:-5e-4}; DROPOUT=${DROPOUT:-0.3}; MAX_UPDATE=${MAX_UPDATE:-300000}; AVG_N=${AVG_N:-20}
-        RUN_SUFFIX=${RUN_SUFFIX:-} ;;
-  *) echo "$(basename "$0"): error: MODEL_SIZE must be base or big (got '$MODEL_SIZE')" >&2; exit 1 ;;
-esac
-ARCH_SIZE=$MODEL_SIZE
-MAX_TOKENS=${MAX_TOKENS:-4096}     # per GPU
-PAPER_GPUS=${PAPER_GPUS:-8}        # the batch is PAPER_GPUS x MAX_TOKENS whatever GPUS is
-WEIGHT_DECAY=${WEIGHT_DECAY:-0.0}
+vaswani_sizes big                   # MODEL_SIZE=big (the default) or base: ../common/settings.sh
 
 # 07-08: decoding and scoring
 BEAM=${BEAM:-4}

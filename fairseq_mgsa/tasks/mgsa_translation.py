@@ -22,7 +22,7 @@ from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask
 from mgsa_preprocess.phrase_files import phrase_prefix, tag_dictionary_path
 
-from .. import shared_embeddings
+from ..fairseq_patches import shared_embeddings
 from ..data.inference_phrases import InferencePhraseDataset, PhraseAnnotator
 from ..data.phrase_pair_dataset import PhrasePairDataset, load_phrase_file
 from ..errors import MGSAError

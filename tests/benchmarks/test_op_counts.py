@@ -166,7 +166,7 @@ def test_the_plugins_device_choices_are_counted_as_a_gpu_makes_them():
     # tensor work); recurrence_path.py picks, inside a registered operator (a cell, or the whole
     # recurrence), the Triton kernel or the torch arithmetic, which the count sees once either
     # way (test_recurrence.py checks it)
-    same_count = {"fairseq_mgsa/bf16.py", "fairseq_mgsa/modules/recurrence_path.py"}
+    same_count = {"fairseq_mgsa/fairseq_patches/bf16.py", "fairseq_mgsa/modules/recurrence_path.py"}
     assert sorted(b for b in branches if b not in same_count) == ["fairseq_mgsa/modules/phrase_memory.py"]
     from fairseq_mgsa.modules.phrase_memory import PhraseMemory
     model = torch.nn.Sequential(PhraseMemory(3, 16, 8, "san", "onlstm", 4))

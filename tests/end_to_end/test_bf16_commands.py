@@ -1,4 +1,4 @@
-"""fairseq-train --bf16 trains in bfloat16 on the run's device (fairseq_mgsa/bf16.py); on the CPU
+"""fairseq-train --bf16 trains in bfloat16 on the run's device (fairseq_mgsa/fairseq_patches/bf16.py); on the CPU
 here, where fairseq 0.12 itself took its TPU (XLA) path and failed at update 0: syntactic MG-SA
 (phrase fields in the batches), --bf16 and --memory-efficient-bf16, then fairseq-generate of
 the checkpoint (fp32: fairseq-generate has no bf16 path)."""

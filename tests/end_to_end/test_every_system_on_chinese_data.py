@@ -11,9 +11,9 @@ import pytest
 from fairseq import options, tasks
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 
-from fairseq_mgsa import errors, shared_embeddings
 from fairseq_mgsa import systems as registry
 from fairseq_mgsa.errors import MGSAError
+from fairseq_mgsa.fairseq_patches import excepthook, shared_embeddings
 
 from mgsa_preprocess.synthetic import read_tree
 from tests.end_to_end.test_every_system_on_phrase_data import generate, train
@@ -107,7 +107,7 @@ def test_fairseqs_own_refusal_is_printed_as_the_same_line(data_bin, capsys):
     with pytest.raises(ValueError) as e:
         task.build_model(cfg.model)
     assert str(e.value) == shared_embeddings.FAIRSEQ_MESSAGE  # fairseq still says this
-    errors._excepthook(type(e.value), e.value, e.value.__traceback__)
+    excepthook._excepthook(type(e.value), e.value, e.value.__traceback__)
     err = capsys.readouterr().err
     assert err == f"fairseq-mgsa error: {shared_embeddings.message()}\n"
 

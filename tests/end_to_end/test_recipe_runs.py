@@ -1,7 +1,7 @@
 """The shell recipes of examples/ (wmt14_en_de, iwslt14_de_en) run whole, on tiny data:
 
 * every step after download runs, through each recipe's run_all.sh, on a tiny corpus from
-  the project's grammar (preprocess/synthetic.py) standing in for the downloaded files
+  the project's grammar (preprocess/synthetic/) standing in for the downloaded files
   (SKIP_DOWNLOAD=1 RAW_DIR=...) with its gold trees (TREES_DIR=...: stanza's models cannot
   be downloaded here), BPE with 50 merges, tiny models for 6 updates on CPU; the outputs are
   checked: phrase files readable and matching the binarized source, checkpoints, the averaged
@@ -29,7 +29,8 @@ import pytest
 from fairseq_mgsa.systems import get
 from mgsa_preprocess.synthetic import write_corpus
 
-from tests.end_to_end.recipe_runs import AVG_N, EXAMPLES, MAX_UPDATE, SAVE_EVERY, bash, count_lines, recipe_env
+from tests.end_to_end.recipe_runs import (AVG_N, EXAMPLES, MAX_UPDATE, SAVE_EVERY, bash, count_lines, fake_stanza,
+                                          recipe_env)
 
 SIZES = (("train", 200), ("valid", 20), ("test", 30))
 N_TEST = dict(SIZES)["test"]
@@ -245,50 +246,13 @@ def test_systems_without_trees_skip_parsing_and_phrase_files(recipe, tmp_path):
     assert "05_preprocess: done already, with phrase files" in log
 
 
-FAKE_STANZA = '''"""Stands in for stanza in test_recipe_runs.py: no model, a fixed parse of the given words."""
-import enum
-import os
-
-
-class DownloadMethod(enum.Enum):
-    NONE = 0
-    REUSE_RESOURCES = 1
-    DOWNLOAD_RESOURCES = 2
-
-
-class Sentence:
-    def __init__(self, words):
-        leaves = [f"(NN {w})" for w in words]
-        self.constituency = (f"(ROOT (S (NP {leaves[0]}) (VP {' '.join(leaves[1:])})))" if len(words) > 1
-                             else f"(ROOT (NP {leaves[0]}))")
-
-
-class Document:
-    def __init__(self, sentences):
-        self.sentences = [Sentence(words) for words in sentences]
-
-
-class Pipeline:
-    def __init__(self, lang, processors=None, tokenize_pretokenized=False, download_method=None, dir=None, **kwargs):
-        # what the recipe must ask for: pretokenized input, the models in STANZA_DIR, no download
-        assert processors == "tokenize,pos,constituency" and tokenize_pretokenized
-        assert download_method is DownloadMethod.NONE, download_method
-        assert os.path.isdir(os.path.join(dir, lang, "constituency")), dir
-
-    def __call__(self, sentences):
-        return Document(sentences)
-'''
-
-
 @pytest.mark.parametrize("recipe", ["wmt14_en_de"], indirect=True)
 def test_parsing_in_shards_then_merging(recipe, tmp_path):
     """03_parse.sh without gold trees: stanza (a stand-in: its models cannot be downloaded here)
     parses 3 shards, 2 jobs at a time, after one shard was parsed alone (SHARD_ID, as one task
     of a SLURM array does); the shards are merged into one tree per tokenized source line, and
     the stand-in checks that the recipe asks stanza for no download."""
-    fake = tmp_path / "fake"
-    (fake / "stanza").mkdir(parents=True)
-    (fake / "stanza" / "__init__.py").write_text(FAKE_STANZA)
+    fake = fake_stanza(tmp_path / "fake")
     models = tmp_path / "stanza_resources"
     (models / "en" / "constituency").mkdir(parents=True)
     work = tmp_path / "work"

@@ -1,5 +1,5 @@
 """The WMT16 English-Russian recipe (examples/wmt16_en_ru/) on generated data, both directions:
-the project's grammar with its target written in Cyrillic letters (preprocess/synthetic.py,
+the project's grammar with its target written in Cyrillic letters (preprocess/synthetic/,
 cyrillic_target: a stand-in for Russian, generated), the Russian side detokenized as raw text is
 ("хундо." not "хундо ."), the English side with its gold trees (TREES_DIR).
 

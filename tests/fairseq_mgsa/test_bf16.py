@@ -1,4 +1,4 @@
-"""`--bf16` means bfloat16 on the run's device, not fairseq's TPU path (fairseq_mgsa/bf16.py).
+"""`--bf16` means bfloat16 on the run's device, not fairseq's TPU path (fairseq_mgsa/fairseq_patches/bf16.py).
 
 The parsed configuration is what decides the device: fairseq's trainer takes torch_xla's device
 whenever `cfg.common.tpu` is true. These tests parse as fairseq-train and fairseq-generate do,
@@ -12,7 +12,7 @@ from fairseq import options
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 
 import fairseq_mgsa  # noqa: F401  (installs the wrapper, as --user-dir does)
-from fairseq_mgsa import bf16
+from fairseq_mgsa.fairseq_patches import bf16
 
 from tests.fairseq_runs import USER_DIR
 

@@ -1,4 +1,4 @@
-"""fairseq_mgsa/clean_exit.py: fairseq's prefetching threads end before Python exits, so a
+"""fairseq_mgsa/fairseq_patches/clean_exit.py: fairseq's prefetching threads end before Python exits, so a
 run that stops inside an epoch exits 0 instead of aborting."""
 
 import os
@@ -10,7 +10,7 @@ import pytest
 import torch
 from fairseq.data.iterators import BackgroundConsumer, BufferedIterator
 
-from fairseq_mgsa.clean_exit import stop_prefetching_threads
+from fairseq_mgsa.fairseq_patches.clean_exit import stop_prefetching_threads
 from tests.paths import checkout_pythonpath
 
 # The main thread takes one batch and exits while the prefetching thread keeps building
@@ -83,7 +83,7 @@ def test_stopping_ends_every_prefetching_thread_after_at_most_one_more_batch():
 
 
 def test_a_hung_thread_is_left_after_the_wait_with_a_warning(monkeypatch, caplog):
-    from fairseq_mgsa import clean_exit
+    from fairseq_mgsa.fairseq_patches import clean_exit
 
     release = threading.Event()
 

@@ -1,4 +1,4 @@
-"""The grammar corpus's attachment-ambiguous sentences (preprocess/synthetic.py, issue 29): a
+"""The grammar corpus's attachment-ambiguous sentences (preprocess/synthetic/, issue 29): a
 source string is ambiguous where the grammar could attach one of its PPs to the noun phrase or
 to the verb phrase, so that only the tree tells the two targets apart. Held against hand-written
 trees, and against the generator itself (every gold tree is one of its string's readings)."""

@@ -23,14 +23,13 @@ takes the participle's VP as its complement, and both VPs are verb-final,
 targets (a PP the grammar could attach to the noun phrase or to the verb phrase): the
 sentences on which only the tree tells the readings apart (the demo scores them apart).
 
-Run ``python -m mgsa_preprocess.synthetic --out DIR`` to write
+Run ``python -m mgsa_preprocess.synthetic --out DIR`` (its command line: __main__.py) to write
 ``{train,valid,test}.{src,tgt}`` and the gold trees ``{split}.src.tree``; ``--lang zh`` writes
 them with a Chinese source (synthetic_zh.py). ``--cyrillic`` writes the target in Cyrillic
 letters (``cyrillic``: the invented words letter by letter, capitals kept), a stand-in for
 Russian text in the English-Russian recipe's tests.
 """
 
-import argparse
 import os
 import random
 from dataclasses import dataclass
@@ -301,7 +300,7 @@ def attachment_ambiguous(tree) -> bool:
         trees = readings(" ".join(s.leaves()))
         gold = Node("ROOT", [s]).bracketed()
         if gold not in {t.bracketed() for t in trees}:
-            raise ValueError(f"not a tree of the grammar (preprocess/synthetic.py): {gold}")
+            raise ValueError(f"not a tree of the grammar (preprocess/synthetic/): {gold}")
         ambiguous = ambiguous or len({tuple(translate(t)) for t in trees}) > 1
     return ambiguous
 
@@ -338,35 +337,3 @@ def write_corpus(out_dir: str, sizes=(("train", 2000), ("valid", 200), ("test", 
                 fs.write(s + "\n")
                 ft.write((cyrillic(t) if cyrillic_target else t) + "\n")
                 ftree.write(tree + "\n")
-
-
-def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--out", required=True, help="output directory")
-    p.add_argument("--train", type=int, default=2000)
-    p.add_argument("--valid", type=int, default=200)
-    p.add_argument("--test", type=int, default=200)
-    p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--src", default="src", help="source language suffix")
-    p.add_argument("--tgt", default="tgt", help="target language suffix")
-    p.add_argument("--sentences-per-line", type=int, default=1, help="sentences joined into one line")
-    p.add_argument("--lang", choices=("en", "zh"), default="en",
-                   help="source language: en (the grammar's own), or zh: Chinese words without spaces, Chinese "
-                        "phrase labels, an English-like target and the user dictionary lexicon.dict (synthetic_zh.py)")
-    p.add_argument("--cyrillic", action="store_true", help="the target in Cyrillic letters (a stand-in for Russian)")
-    a = p.parse_args(argv)
-    if a.sentences_per_line < 1:
-        p.error("--sentences-per-line must be at least 1")
-    if a.lang == "zh" and a.cyrillic:
-        p.error("--cyrillic is for the grammar's own source (--lang en)")
-    if a.lang == "zh":
-        from .synthetic_zh import write_corpus as write_chinese
-
-        return write_chinese(a.out, (("train", a.train), ("valid", a.valid), ("test", a.test)), a.seed, a.src,
-                             a.tgt, a.sentences_per_line)
-    write_corpus(a.out, (("train", a.train), ("valid", a.valid), ("test", a.test)), a.seed, a.src, a.tgt,
-                 a.sentences_per_line, a.cyrillic)
-
-
-if __name__ == "__main__":
-    main()
