@@ -162,8 +162,8 @@ class HybridMultiheadAttention(MultiheadAttention):
         self.causal = causal
         self.exclude_self = exclude_self
         self.fusion = BranchFusion(fusion, len(branches), embed_dim, gate_reduction, gate_shared)
-        # shared by the layers of a stack (models/hysan_transformer.py)
-        self.mask_memo = MaskCache()
+        # shared by the layers of a stack (models/base.py, place_layers)
+        self.mask_cache = MaskCache()
         # recompute the branches in the backward pass instead of keeping their outputs (torch's
         # activation checkpointing; fused_branches, or explicit_recomputed without the fused
         # path): less memory, the branches' forward run twice
@@ -237,7 +237,7 @@ class HybridMultiheadAttention(MultiheadAttention):
                 mask = mask.masked_fill(key_padding_mask.bool().view(bsz, 1, 1, tgt_len), float("-inf"))
             return mask, self.branch_keep(allowed, keep_all, key_padding_mask, bsz, like.dtype)
         key = (tuple(self.branches), self.causal, self.exclude_self, tgt_len, bsz, like.dtype, like.device)
-        return self.mask_memo.get(key, (key_padding_mask, attn_mask), build)
+        return self.mask_cache.get(key, (key_padding_mask, attn_mask), build)
 
     @staticmethod
     def finite_attn_mask(attn_mask: Tensor, dtype: torch.dtype) -> Tensor:
