@@ -153,15 +153,15 @@ def run(args) -> dict:
                     unit="sent", file=sys.stderr)
     for k, ((model, cfg, task, label), (chunk_batches, _)) in enumerate(zip(loaded, encoded)):
         for batch in chunk_batches:  # one batched forward per chunk of --batch-size sentences
-            recorder, partitions, hypotheses = record(task, model, batch, args.cross_attention)
+            recorder, hypotheses = record(task, model, batch, args.cross_attention)
             counts = unknown_counts(batch, task.source_dictionary)
             for b, sample_id in enumerate(batch["id"].tolist()):
                 name = f"test{sample_id}" if lines is None else f"line{sample_id + 1}"
                 per_sentence.setdefault(name, {}).update(
-                    sentence_arrays(task, model, batch, b, recorder, partitions, hypotheses, k))
+                    sentence_arrays(task, batch, b, recorder, hypotheses, k))
                 unk.setdefault(name, [None] * len(loaded))[k] = counts[b]
             progress.update(len(batch["id"]))
-            del recorder, partitions, hypotheses
+            del recorder, hypotheses
     progress.close()
     weights_seconds = round(time.perf_counter() - start, 3)
     manifest = {"checkpoints": [{"path": p, "label": l, "unk": u}
