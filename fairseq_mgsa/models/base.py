@@ -14,7 +14,7 @@ whose fields become the command-line options.
 """
 
 import argparse
-from typing import List
+from typing import Callable, List, Optional
 
 from fairseq.dataclass.utils import gen_parser_from_dataclass
 from fairseq.distributed import fsdp_wrap
@@ -28,9 +28,11 @@ from fairseq.models.transformer import (
 )
 from fairseq.modules.checkpoint_activations import checkpoint_wrapper
 from omegaconf import DictConfig, OmegaConf
+from torch import nn
 
 from .. import shared_embeddings
 from ..errors import MGSAError
+from ..modules.mask_cache import share_mask_cache
 
 # fairseq's sizes, by the suffix of the plugin's architecture names: base (d 512, ffn 2048,
 # 8 heads), big (d 1024, ffn 4096, 16 heads, dropout 0.3), IWSLT (d 512, ffn 1024, 4 heads)
@@ -41,6 +43,9 @@ class MethodTransformerModel(TransformerModel):
     CONFIG = None  # the method's FairseqDataclass: a field per option
     ENCODER = None  # the method's TransformerEncoderBase subclass (None: fairseq's encoder)
     DECODER = None  # the method's TransformerDecoderBase subclass (None: fairseq's decoder)
+    # the method's options parsed into one value (a class with parse(args), e.g. PBAOptions),
+    # handed to the encoder and decoder as cfg.method_options; None: they read the options themselves
+    OPTIONS = None
 
     @classmethod
     def add_args(cls, parser):
@@ -91,7 +96,16 @@ class MethodTransformerModel(TransformerModel):
         args = cls.as_namespace(args)
         cls.fill_defaults(args)
         shared_embeddings.check_task(args, task)  # one line naming the dictionaries, not fairseq's traceback
-        return super().build_model(args, task)
+        if cls.OPTIONS is None:
+            return super().build_model(args, task)
+        # parsed once, here: fairseq copies the namespace's entries into the config it gives the
+        # encoder and the decoder; removed again, so that the value never reaches the options a
+        # checkpoint stores (they stay the command line's strings)
+        args.method_options = cls.OPTIONS.parse(args)
+        try:
+            return super().build_model(args, task)
+        finally:
+            del args.method_options
 
     @classmethod
     def build_encoder(cls, cfg, src_dict, embed_tokens):
@@ -113,6 +127,23 @@ def wrap_layer(cfg, layer):
     if cfg.checkpoint_activations:
         layer = checkpoint_wrapper(layer, offload_to_cpu=cfg.offload_activations)
     return fsdp_wrap(layer, min_num_params=cfg.min_params_to_wrap if not cfg.checkpoint_activations else 0)
+
+
+def place_layers(stack, cfg, build: Callable[[int], Optional[nn.Module]]) -> None:
+    """Put a method's layers into a stack fairseq's __init__ has built: layer i (0 = bottom)
+    becomes build(i), wrapped as fairseq wraps its own (wrap_layer); build(i) None keeps
+    fairseq's layer. Then the stack's modules that keep a MaskCache share one (mask_cache.py).
+
+    Every model with layers chosen by index places them here, after fairseq's layers, not through
+    fairseq's build_encoder_layer / build_decoder_layer hook: the hook is not told which layer it
+    builds, and building fairseq's layers first, then the method's, is the order in which the
+    parameters have always drawn their initial values (tests/fairseq_mgsa/models/test_initialisation.py).
+    A model that replaces every layer alike may use the hook (relative_transformer.py)."""
+    for i in range(len(stack.layers)):
+        layer = build(i)
+        if layer is not None:
+            stack.layers[i] = wrap_layer(cfg, layer)
+    share_mask_cache(stack)
 
 
 def parse_layers(spec: str, num_layers: int, option: str, stack: str = "stack") -> List[int]:

@@ -24,11 +24,10 @@ from fairseq.models.transformer import TransformerDecoderBase, TransformerEncode
 
 from ..errors import MGSAError
 from ..modules.branch_fusion import FUSIONS
-from ..modules.hybrid_attention import Branch, HybridMultiheadAttention, parse_branches
-from ..modules.mask_cache import MaskCache
+from ..modules.hybrid_attention import Branch, parse_branches
 from ..modules.hysan_layers import HySANDecoderLayer, HySANEncoderLayer
 from ..modules.relative_layers import RelativeDecoderLayer, RelativeEncoderLayer
-from .base import SIZES, MethodTransformerModel, parse_layers, wrap_layer
+from .base import SIZES, MethodTransformerModel, parse_layers, place_layers
 from .relative_transformer import HELP as RELATIVE_HELP, check_relative_options
 
 
@@ -81,15 +80,6 @@ def relative(cfg) -> bool:
     return (getattr(cfg, "max_relative_positions", 0) or 0) > 0
 
 
-def share_masks(stack):
-    """One MaskCache for the hybrid attentions of a stack: fairseq hands every layer the same
-    padding mask and attn_mask, so the masks are combined once per forward, not per layer."""
-    memo = MaskCache()
-    for module in stack.modules():
-        if isinstance(module, HybridMultiheadAttention):
-            module.mask_memo = memo
-
-
 class HySANTransformerEncoder(TransformerEncoderBase):
     def __init__(self, cfg, dictionary, embed_tokens, return_fc=False):
         super().__init__(cfg, dictionary, embed_tokens, return_fc=return_fc)
@@ -97,12 +87,13 @@ class HySANTransformerEncoder(TransformerEncoderBase):
         self.hysan_layer_ids = []
         if branches != GLOBAL_ONLY:
             self.hysan_layer_ids = parse_layers(cfg.hysan_encoder_layers, len(self.layers), "--hysan-encoder-layers")
-        for i in range(len(self.layers)):
+
+        def build(i):
             if i in self.hysan_layer_ids:
-                self.layers[i] = wrap_layer(cfg, HySANEncoderLayer(cfg, branches, return_fc=self.return_fc))
-            elif relative(cfg):
-                self.layers[i] = wrap_layer(cfg, RelativeEncoderLayer(cfg, return_fc=self.return_fc))
-        share_masks(self)
+                return HySANEncoderLayer(cfg, branches, return_fc=self.return_fc)
+            return RelativeEncoderLayer(cfg, return_fc=self.return_fc) if relative(cfg) else None
+
+        place_layers(self, cfg, build)
 
 
 class HySANTransformerDecoder(TransformerDecoderBase):
@@ -113,12 +104,13 @@ class HySANTransformerDecoder(TransformerDecoderBase):
         self.hysan_layer_ids = []
         if branches != GLOBAL_ONLY:
             self.hysan_layer_ids = parse_layers(cfg.hysan_decoder_layers, len(self.layers), "--hysan-decoder-layers")
-        for i in range(len(self.layers)):
+
+        def build(i):
             if i in self.hysan_layer_ids:
-                self.layers[i] = wrap_layer(cfg, HySANDecoderLayer(cfg, branches, no_encoder_attn))
-            elif relative(cfg):
-                self.layers[i] = wrap_layer(cfg, RelativeDecoderLayer(cfg, no_encoder_attn))
-        share_masks(self)
+                return HySANDecoderLayer(cfg, branches, no_encoder_attn)
+            return RelativeDecoderLayer(cfg, no_encoder_attn) if relative(cfg) else None
+
+        place_layers(self, cfg, build)
 
 
 @register_model("hysan_transformer")

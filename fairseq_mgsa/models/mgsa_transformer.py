@@ -22,7 +22,7 @@ from ..modules.granularities import SYNTACTIC, Granularities, Granularity
 from ..modules.mgsa_encoder_layer import MGSAEncoderLayer
 from ..modules.partition import Partition, build_partitions
 from ..modules.phrase_memory import ComposedPhrases
-from .base import SIZES, MethodTransformerModel, parse_layers, wrap_layer
+from .base import SIZES, MethodTransformerModel, parse_layers, place_layers
 
 
 @dataclass
@@ -58,8 +58,8 @@ class MGSATransformerEncoder(TransformerEncoderBase):
         self.mgsa_layer_ids = parse_mgsa_layers(cfg.mgsa_layers, len(self.layers))
         # the option parsed once, here: the layers and their attention get this value
         self.granularities = Granularities.parse(cfg.mgsa_granularities)
-        for i in self.mgsa_layer_ids:
-            self.layers[i] = wrap_layer(cfg, MGSAEncoderLayer(cfg, self.granularities, return_fc=self.return_fc))
+        place_layers(self, cfg, lambda i: MGSAEncoderLayer(cfg, self.granularities, return_fc=self.return_fc)
+                     if i in self.mgsa_layer_ids else None)
         # phrase-tag supervision: p_i = softmax(W_t g_i + b_t) on the composed syntactic phrases
         num_tags = getattr(cfg, "mgsa_num_phrase_tags", 0) or 0
         has_syntax = self.granularities.tree_levels > 0

@@ -8,7 +8,6 @@ layer are fairseq's. Reads the `translation` task's data. Options are dataclass 
 """
 
 from dataclasses import dataclass, field
-from typing import List
 
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from fairseq.models import register_model
@@ -16,9 +15,9 @@ from fairseq.models.transformer import TransformerDecoderBase, TransformerEncode
 
 from ..errors import MGSAError
 from ..modules.pba_layers import PBADecoderLayer, PBAEncoderLayer
-from ..modules.mask_cache import MaskCache
-from ..modules.phrase_based_attention import ROLES, PhraseBasedAttention, check_pba_config
-from .base import SIZES, MethodTransformerModel, parse_layers, wrap_layer
+from ..modules.pba_options import PBAOptions
+from ..modules.phrase_based_attention import PhraseBasedAttention
+from .base import SIZES, MethodTransformerModel, parse_layers, place_layers
 
 
 @dataclass
@@ -44,57 +43,34 @@ class PBAConfig(FairseqDataclass):
                                          "n-gram size (reproduces the paper's parameter counts)"})
 
 
-def parse_ngrams(spec: str) -> List[int]:
-    try:
-        sizes = [int(s) for s in str(spec).split(",") if s.strip()]
-    except ValueError:
-        sizes = []
-    if not sizes:
-        raise MGSAError(f"--pba-ngrams {spec!r}: expected comma-separated n-gram sizes such as 1,2")
-    return sizes
-
-
-def share_mask_cache(stack):
-    """One MaskCache for the phrase-based attention modules of a stack: fairseq gives each layer the
-    same padding and causal masks, so the n-gram masks are built once per batch (pba_masks.py)."""
-    cache = MaskCache()
-    for module in stack.modules():
-        if isinstance(module, PhraseBasedAttention):
-            module.mask_cache = cache
-
-
-def parse_roles(spec: str) -> List[str]:
-    roles = [r.strip() for r in str(spec).split(",") if r.strip()]
-    bad = [r for r in roles if r not in ROLES]
-    if bad or not roles:
-        raise MGSAError(f"--pba-roles {spec!r}: expected a comma-separated subset of enc,dec,cross")
-    return roles
+def pba_options(cfg) -> PBAOptions:
+    """The model's parsed options (MethodTransformerModel.build_model); parsed here only for a
+    stack built on its own, outside a model."""
+    options = getattr(cfg, "method_options", None)
+    return options if isinstance(options, PBAOptions) else PBAOptions.parse(cfg)
 
 
 class PBATransformerEncoder(TransformerEncoderBase):
     def __init__(self, cfg, dictionary, embed_tokens, return_fc=False):
         super().__init__(cfg, dictionary, embed_tokens, return_fc=return_fc)
+        options = pba_options(cfg)
         self.pba_layer_ids = []
-        if "enc" in parse_roles(cfg.pba_roles):
-            self.pba_layer_ids = parse_layers(cfg.pba_layers, len(self.layers), "--pba-layers", "encoder")
-        ngrams = parse_ngrams(cfg.pba_ngrams)
-        for i in self.pba_layer_ids:
-            self.layers[i] = wrap_layer(cfg, PBAEncoderLayer(cfg, ngrams, return_fc=self.return_fc))
-        share_mask_cache(self)
+        if options.encoder:
+            self.pba_layer_ids = parse_layers(options.layers, len(self.layers), "--pba-layers", "encoder")
+        place_layers(self, cfg, lambda i: PBAEncoderLayer(cfg, options, return_fc=self.return_fc)
+                     if i in self.pba_layer_ids else None)
 
 
 class PBATransformerDecoder(TransformerDecoderBase):
     def __init__(self, cfg, dictionary, embed_tokens, no_encoder_attn=False, output_projection=None):
         super().__init__(cfg, dictionary, embed_tokens, no_encoder_attn=no_encoder_attn,
                          output_projection=output_projection)
+        options = pba_options(cfg)
         self.pba_layer_ids = []
-        roles = parse_roles(cfg.pba_roles)
-        if {"dec", "cross"} & set(roles):
-            self.pba_layer_ids = parse_layers(cfg.pba_layers, len(self.layers), "--pba-layers", "decoder")
-        ngrams = parse_ngrams(cfg.pba_ngrams)
-        for i in self.pba_layer_ids:
-            self.layers[i] = wrap_layer(cfg, PBADecoderLayer(cfg, ngrams, roles, no_encoder_attn))
-        share_mask_cache(self)
+        if options.decoder:
+            self.pba_layer_ids = parse_layers(options.layers, len(self.layers), "--pba-layers", "decoder")
+        place_layers(self, cfg, lambda i: PBADecoderLayer(cfg, options, no_encoder_attn)
+                     if i in self.pba_layer_ids else None)
 
 
 @register_model("pba_transformer")
@@ -102,6 +78,7 @@ class PBATransformerModel(MethodTransformerModel):
     """Transformer with phrase-based attention (Nguyen & Joty, arXiv:1810.03444)."""
 
     CONFIG = PBAConfig
+    OPTIONS = PBAOptions
     ENCODER = PBATransformerEncoder
     DECODER = PBATransformerDecoder
 
@@ -115,17 +92,15 @@ class PBATransformerModel(MethodTransformerModel):
     @classmethod
     def check_args(cls, args):
         """Raise MGSAError for a configuration the model could not be built with."""
-        ngrams = parse_ngrams(args.pba_ngrams)
-        roles = parse_roles(args.pba_roles)
+        options = PBAOptions.parse(args)
         stacks = []
-        if "enc" in roles:
+        if options.encoder:
             stacks.append(("encoder", args.encoder_layers, args.encoder_attention_heads, args.encoder_embed_dim))
-        if {"dec", "cross"} & set(roles):
+        if options.decoder:
             stacks.append(("decoder", args.decoder_layers, args.decoder_attention_heads, args.decoder_embed_dim))
         for which, layers, heads, dim in stacks:
-            parse_layers(args.pba_layers, layers, "--pba-layers", which)
-            check_pba_config(args.pba_attention, args.pba_mode, ngrams, heads, dim,
-                             bool(args.pba_queryk_shared_key), where=f"{which}: ")
+            parse_layers(options.layers, layers, "--pba-layers", which)
+            options.check(heads, dim, where=f"{which}: ")
         # options fairseq's MultiheadAttention would honour and PhraseBasedAttention cannot
         if getattr(args, "quant_noise_pq", 0):
             raise MGSAError("--quant-noise-pq is not supported by phrase-based attention (its convolutions "
@@ -133,7 +108,7 @@ class PBATransformerModel(MethodTransformerModel):
         for side in ("encoder", "decoder"):
             if getattr(args, f"{side}_xformers_att_config", None):
                 raise MGSAError(f"--{side}-xformers-att-config cannot be combined with phrase-based attention")
-        if "dec" in roles and getattr(args, "cross_self_attention", False):
+        if "dec" in options.roles and getattr(args, "cross_self_attention", False):
             raise MGSAError("--cross-self-attention cannot be combined with phrase-based decoder self-attention "
                             "(--pba-roles with dec)")
 

@@ -52,6 +52,7 @@ from torch import Tensor
 
 from ..errors import MGSAError
 from .branch_fusion import BranchFusion
+from .extra_weights import ExtraAttentionWeights, KeptWeights
 from .mask_cache import MaskCache
 
 BRANCH = re.compile(r"^(global|forward|backward|fw|bw|local(\d+))$")
@@ -142,13 +143,14 @@ def stacked_masks(branches: Tuple[Branch, ...], tgt_len: int, src_len: int, caus
     return masks, allowed, keep_all
 
 
-class HybridMultiheadAttention(MultiheadAttention):
+class HybridMultiheadAttention(MultiheadAttention, ExtraAttentionWeights):
     """Self-attention with HySAN branches over one score matrix, fused before W_O.
 
     Inherits the projections, the key/value cache of incremental decoding and its beam
     reordering from fairseq's MultiheadAttention (self-attention only, so the cache is
     reordered as is)."""
 
+    EXTRA_WEIGHTS_PREFIX = "hysan"  # kept: every branch's probabilities, a part per branch
     FUSED = True  # full forwards through torch's fused attention (fused_branches)
 
     def __init__(self, embed_dim: int, num_heads: int, branches: List[Branch], fusion: str = "gate",
@@ -162,8 +164,8 @@ class HybridMultiheadAttention(MultiheadAttention):
         self.causal = causal
         self.exclude_self = exclude_self
         self.fusion = BranchFusion(fusion, len(branches), embed_dim, gate_reduction, gate_shared)
-        # shared by the layers of a stack (models/hysan_transformer.py)
-        self.mask_memo = MaskCache()
+        # shared by the layers of a stack (models/base.py, place_layers)
+        self.mask_cache = MaskCache()
         # recompute the branches in the backward pass instead of keeping their outputs (torch's
         # activation checkpointing; fused_branches, or explicit_recomputed without the fused
         # path): less memory, the branches' forward run twice
@@ -237,7 +239,7 @@ class HybridMultiheadAttention(MultiheadAttention):
                 mask = mask.masked_fill(key_padding_mask.bool().view(bsz, 1, 1, tgt_len), float("-inf"))
             return mask, self.branch_keep(allowed, keep_all, key_padding_mask, bsz, like.dtype)
         key = (tuple(self.branches), self.causal, self.exclude_self, tgt_len, bsz, like.dtype, like.device)
-        return self.mask_memo.get(key, (key_padding_mask, attn_mask), build)
+        return self.mask_cache.get(key, (key_padding_mask, attn_mask), build)
 
     @staticmethod
     def finite_attn_mask(attn_mask: Tensor, dtype: torch.dtype) -> Tensor:
@@ -316,7 +318,7 @@ class HybridMultiheadAttention(MultiheadAttention):
         if before_softmax or static_kv:
             raise ValueError("HybridMultiheadAttention is self-attention; before_softmax/static_kv are not supported")
         want_weights = need_weights or need_head_weights
-        keep_branches = getattr(self, "keep_branch_weights", False)
+        keep_branches = self.keeping_extra_weights
         if incremental_state is None and self.FUSED and not (want_weights or keep_branches or self.onnx_trace):
             return self.fused_branches(query, key_padding_mask, attn_mask), None
         tgt_len, bsz, embed_dim = query.size()
@@ -333,11 +335,16 @@ class HybridMultiheadAttention(MultiheadAttention):
         attn = self.out_proj(fused)  # T x B x C
 
         if keep_branches:
-            # for attention maps (fairseq_mgsa/analysis): every branch's probabilities, B*H x T x S
-            self.branch_weights = list(probs.unbind(1))
+            # for attention maps (fairseq_mgsa/analysis): every branch's probabilities, B*H x l x T x S
+            self.keep_extra(probs)
         if not want_weights:
             return attn, None
         kinds = [b.kind for b in self.branches]
         weights = probs[:, kinds.index("global") if "global" in kinds else 0]
         weights = weights.view(bsz, self.num_heads, tgt_len, src_len).transpose(1, 0)  # H x B x T x S
         return attn, (weights if need_head_weights else weights.mean(dim=0))
+
+    def extra_parts(self, kept: Tensor) -> List[KeptWeights]:
+        """A part per branch, named as the option names it (global, forward, local2, ...): B x H x T x S."""
+        return [KeptWeights(branch.name, p.view(-1, self.num_heads, *p.shape[1:]))
+                for branch, p in zip(self.branches, kept.unbind(1))]  # kept: B*H x l x T x S

@@ -10,12 +10,13 @@ so that memory is not reused), and only while the version counters say it was no
 
 from typing import Callable, Dict, Optional, Sequence, Tuple
 
-from torch import Tensor
+from torch import Tensor, nn
 
 
 class MaskCache:
     """Results keyed by a signature (sizes, dtype, ...) and valid for the tensors they came from.
-    A model gives one to all attention modules of a stack; a module alone has its own."""
+    A module that uses one keeps it as `mask_cache`; a model gives one to all such modules of a
+    stack (share_mask_cache, called by models/base.py's place_layers); a module alone has its own."""
 
     MAX_ENTRIES = 16
 
@@ -37,3 +38,13 @@ class MaskCache:
             self._entries.clear()
         self._entries[signature] = (tuple(tensors), views, value)
         return value
+
+
+def share_mask_cache(stack: nn.Module) -> MaskCache:
+    """One MaskCache for every module of `stack` that keeps one (a `mask_cache` attribute holding
+    a MaskCache): the attention modules of a model's encoder, or of its decoder, share it."""
+    cache = MaskCache()
+    for module in stack.modules():
+        if isinstance(getattr(module, "mask_cache", None), MaskCache):
+            module.mask_cache = cache
+    return cache

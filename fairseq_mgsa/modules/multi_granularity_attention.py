@@ -37,7 +37,8 @@ from fairseq.modules import MultiheadAttention
 from torch import Tensor
 
 from ..errors import MGSAError
-from .granularities import WORD, Granularities
+from .extra_weights import ExtraAttentionWeights, KeptWeights
+from .granularities import SYNTACTIC, WORD, Granularities
 from .partition import Partition, stack_slices
 from .phrase_memory import ComposedPhrases, PhraseMemory
 
@@ -46,7 +47,10 @@ def concat(tensors: List[Tensor], dim: int) -> Tensor:
     return tensors[0] if len(tensors) == 1 else torch.cat(tensors, dim=dim)
 
 
-class MultiGranularitySelfAttention(MultiheadAttention):
+class MultiGranularitySelfAttention(MultiheadAttention, ExtraAttentionWeights):
+    # kept: each head group's weights over its own memory (tokens, or its granularity's phrases)
+    EXTRA_WEIGHTS_PREFIX = "mgsa"
+    LISTS_EXTRA_WEIGHTS = True
     def __init__(
         self,
         embed_dim: int,
@@ -152,8 +156,10 @@ class MultiGranularitySelfAttention(MultiheadAttention):
                 keep = keep.index_select(1, self.group_order)
             mask = (keep if hpg == 1 else keep.repeat_interleave(hpg, dim=1)).unsqueeze(2)
         dropout_p = self.dropout_module.p if self.training else 0.0
-        if need_weights or need_head_weights:
+        if need_weights or need_head_weights or self.keeping_extra_weights:
             out, probs = self.attend_with_weights(q, k, v, mask)  # B x H x T x d, B x H x T x T
+            if self.keeping_extra_weights:
+                self.keep_extra((probs, partitions))
         else:
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)  # B x H x T x d
         out = out.transpose(1, 2).reshape(B, T, C)  # B x T x C
@@ -189,6 +195,30 @@ class MultiGranularitySelfAttention(MultiheadAttention):
                 p = torch.matmul(p / size[:, None, None, :], member.transpose(1, 2).unsqueeze(1))
             out.append(p)
         return torch.cat(out, dim=1)
+
+    def extra_parts(self, kept) -> List[KeptWeights]:
+        """A part per head group, in head order, named by its granularity (with _<group index>
+        when a granularity has several groups): B x h x T x T over the group's memory slots."""
+        probs, partitions = kept  # B x H x T x T, the partitions of the forward
+        hpg, parts = self.heads_per_granularity, []
+        for i, g in enumerate(self.granularities):
+            name = g + (f"_{i}" if self.granularities.count(g) > 1 else "")
+            group = probs[:, i * hpg:(i + 1) * hpg]
+            if g.kind == WORD:
+                parts.append(KeptWeights(name, group))
+            else:
+                parts.append(KeptWeights(name, group, partitions[g].phrase_index,
+                                         g.size if g.kind == SYNTACTIC else 0))
+        return parts
+
+    def token_level_weights(self, weights: Tensor) -> Tensor:
+        """H x B x T x T over tokens, from the slot weights of the last forward (with
+        keep_extra_weights on): each phrase's probability shared evenly by its tokens."""
+        return self.token_weights(weights.transpose(0, 1), self._kept_extra[1]).transpose(0, 1)
+
+    def weights_from_output(self, output):
+        out, composed, weights = output  # the weights come third, after the composed phrases
+        return (out, composed), weights
 
     def rows_by_memory(self, proj: nn.Linear):
         """((w, b) of the word groups, (w, b) of the phrase groups) of W_K or W_V (group_rows),

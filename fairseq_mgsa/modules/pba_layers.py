@@ -2,47 +2,46 @@
 
 The encoder layer's self-attention, and the decoder layer's self and/or encoder-decoder
 attention (its `roles`), become PhraseBasedAttention; everything else is fairseq's
-TransformerEncoderLayerBase / TransformerDecoderLayerBase. The n-gram sizes and the roles
-come parsed from the model (models/pba_transformer.py); the other options are read from
-the layer's config as fairseq's layers read theirs.
+TransformerEncoderLayerBase / TransformerDecoderLayerBase. The method's options come parsed
+from the model (a PBAOptions, pba_options.py); fairseq's own (dropout) are read from the
+layer's config as fairseq's layers read theirs.
 """
-
-from typing import Collection, List
 
 from fairseq.modules.transformer_layer import TransformerDecoderLayerBase, TransformerEncoderLayerBase
 
+from .pba_options import PBAOptions
 from .phrase_based_attention import PhraseBasedAttention
 
 
-def phrase_based_attention(cfg, embed_dim: int, heads: int, ngrams: List[int], role: str,
+def phrase_based_attention(cfg, options: PBAOptions, embed_dim: int, heads: int, role: str,
                            kdim=None) -> PhraseBasedAttention:
-    return PhraseBasedAttention(embed_dim, heads, kdim=kdim, dropout=cfg.attention_dropout, attention=cfg.pba_attention,
-                                mode=cfg.pba_mode, ngrams=ngrams, role=role, shared_key=bool(cfg.pba_queryk_shared_key))
+    return PhraseBasedAttention(embed_dim, heads, kdim=kdim, dropout=cfg.attention_dropout, attention=options.attention,
+                                mode=options.mode, ngrams=options.ngrams, role=role, shared_key=options.shared_key)
 
 
 class PBAEncoderLayer(TransformerEncoderLayerBase):
-    def __init__(self, cfg, ngrams: List[int], return_fc: bool = False):
-        self.pba_ngrams = ngrams  # read by build_self_attention during fairseq's __init__
+    def __init__(self, cfg, options: PBAOptions, return_fc: bool = False):
+        self.pba_options = options  # read by build_self_attention during fairseq's __init__
         super().__init__(cfg, return_fc=return_fc)
 
     def build_self_attention(self, embed_dim, cfg):
-        return phrase_based_attention(cfg, embed_dim, cfg.encoder.attention_heads, self.pba_ngrams, "enc")
+        return phrase_based_attention(cfg, self.pba_options, embed_dim, cfg.encoder.attention_heads, "enc")
 
 
 class PBADecoderLayer(TransformerDecoderLayerBase):
-    def __init__(self, cfg, ngrams: List[int], roles: Collection[str], no_encoder_attn: bool = False):
-        self.pba_ngrams, self.pba_roles = ngrams, roles  # read by the build_* methods during fairseq's __init__
+    def __init__(self, cfg, options: PBAOptions, no_encoder_attn: bool = False):
+        self.pba_options = options  # read by the build_* methods during fairseq's __init__
         super().__init__(cfg, no_encoder_attn)
 
     def build_self_attention(self, embed_dim, cfg, add_bias_kv=False, add_zero_attn=False):
-        if "dec" not in self.pba_roles:
+        if "dec" not in self.pba_options.roles:
             return super().build_self_attention(embed_dim, cfg, add_bias_kv, add_zero_attn)
-        return phrase_based_attention(cfg, embed_dim, cfg.decoder.attention_heads, self.pba_ngrams, "dec")
+        return phrase_based_attention(cfg, self.pba_options, embed_dim, cfg.decoder.attention_heads, "dec")
 
     def build_encoder_attention(self, embed_dim, cfg):
-        if "cross" not in self.pba_roles:
+        if "cross" not in self.pba_options.roles:
             return super().build_encoder_attention(embed_dim, cfg)
-        return phrase_based_attention(cfg, embed_dim, cfg.decoder.attention_heads, self.pba_ngrams, "cross",
+        return phrase_based_attention(cfg, self.pba_options, embed_dim, cfg.decoder.attention_heads, "cross",
                                       kdim=cfg.encoder.embed_dim)
 
     def forward(self, x, encoder_out=None, encoder_padding_mask=None, incremental_state=None,

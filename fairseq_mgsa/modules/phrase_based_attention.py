@@ -28,6 +28,7 @@ from fairseq.modules.fairseq_dropout import FairseqDropout
 from torch import Tensor
 
 from ..errors import MGSAError
+from .extra_weights import ExtraAttentionWeights, KeptWeights
 from .ngram_convolution import NGramConv, ngram_invalid, spread_over_tokens, zero_pads
 from .mask_cache import MaskCache
 from .phrase_based_batched import PhraseBasedBatched, _heads
@@ -86,7 +87,9 @@ def check_pba_config(attention: str, mode: str, ngrams: Sequence[int], num_heads
 
 
 @with_incremental_state
-class PhraseBasedAttention(PhraseBasedDecoding, PhraseBasedBatched, nn.Module):
+class PhraseBasedAttention(PhraseBasedDecoding, PhraseBasedBatched, ExtraAttentionWeights, nn.Module):
+    EXTRA_WEIGHTS_PREFIX = "pba"  # kept: the softmax over n-grams, a part per size (ngram<n>)
+
     def __init__(self, embed_dim: int, num_heads: int, kdim: Optional[int] = None, dropout: float = 0.0,
                  attention: str = CONVKV, mode: str = HETEROGENEOUS, ngrams: Sequence[int] = (1, 2),
                  role: str = "enc", shared_key: bool = False):
@@ -360,16 +363,26 @@ class PhraseBasedAttention(PhraseBasedDecoding, PhraseBasedBatched, nn.Module):
         else:
             x_kv = x_q if self.self_attention else key.transpose(0, 1)  # B x S x kdim
             qpad = pad if self.self_attention else self.query_padding_mask
-            need_probs = need_weights or getattr(self, "keep_ngram_weights", False)
+            need_probs = need_weights or self.keeping_extra_weights
             out, probs, key_real = self.full_forward(x_q, x_kv, pad, qpad.bool() if qpad is not None else None,
                                                      attn_mask, need_probs)
-        if getattr(self, "keep_ngram_weights", False):
+        if self.keeping_extra_weights:
             # for attention maps (fairseq_mgsa/analysis): the softmax over n-grams itself, per
             # head group B x h x T x (blocks*S), before token_weights spreads it over tokens
-            self.ngram_weights = probs
+            self.keep_extra(probs)
         weights = None
         if need_weights:
             weights = self.token_weights(probs, key_real).transpose(0, 1)  # H x B x T x S
             if not need_head_weights:
                 weights = weights.mean(dim=0)
         return out.transpose(0, 1), weights
+
+    def extra_parts(self, kept: List[Tensor]) -> List[KeptWeights]:
+        """A part per n-gram size (ngram<n>, B x h x T x S, key s = the n-gram ending at token
+        s): homogeneous, each head group's softmax; otherwise the blocks of the one softmax."""
+        sizes = [[n] for n, _ in self.groups] if self.mode == HOMOGENEOUS else [list(self.ngrams)]
+        parts = []
+        for size_list, p in zip(sizes, kept):
+            S = p.size(-1) // len(size_list)
+            parts += [KeptWeights(f"ngram{n}", p[..., i * S:(i + 1) * S]) for i, n in enumerate(size_list)]
+        return parts

@@ -19,6 +19,8 @@ per --batch-size sentences. docs/analyses.md shows the figures. For each sentenc
                                     (word heads over tokens, phrase heads over the phrases)
     <sentence>_m<k>_pba_layer<L>.png   phrase-based attention over the n-grams of each size
     <sentence>_m<k>_hysan_layer<L>.png HySAN: every branch
+    <sentence>_m<k>_<prefix>_layer<L>.png  another method: the parts its attention keeps
+                                    (modules/extra_weights.py), under the prefix it names
     <sentence>_cross.png            decoder cross-attention of the last layer (--cross-attention)
     manifest.json                   files, shapes, checkpoints, the <unk> share of the input, figures
                                     capped in size, and the time each figure took
@@ -153,15 +155,15 @@ def run(args) -> dict:
                     unit="sent", file=sys.stderr)
     for k, ((model, cfg, task, label), (chunk_batches, _)) in enumerate(zip(loaded, encoded)):
         for batch in chunk_batches:  # one batched forward per chunk of --batch-size sentences
-            recorder, partitions, hypotheses = record(task, model, batch, args.cross_attention)
+            recorder, hypotheses = record(task, model, batch, args.cross_attention)
             counts = unknown_counts(batch, task.source_dictionary)
             for b, sample_id in enumerate(batch["id"].tolist()):
                 name = f"test{sample_id}" if lines is None else f"line{sample_id + 1}"
                 per_sentence.setdefault(name, {}).update(
-                    sentence_arrays(task, model, batch, b, recorder, partitions, hypotheses, k))
+                    sentence_arrays(task, batch, b, recorder, hypotheses, k))
                 unk.setdefault(name, [None] * len(loaded))[k] = counts[b]
             progress.update(len(batch["id"]))
-            del recorder, partitions, hypotheses
+            del recorder, hypotheses
     progress.close()
     weights_seconds = round(time.perf_counter() - start, 3)
     manifest = {"checkpoints": [{"path": p, "label": l, "unk": u}

@@ -5,7 +5,10 @@ docs/analyses.md (k = checkpoint, l = encoder layer, 1 = bottom): m<k>_tokens; m
 tokens); m<k>_mgsa<l>_groups (head groups in head order) and m<k>_mgsa<l>_<group> (word heads
 h x T x T, phrase heads h x T x P) with _spans (P x 2, token [start, end)) and _tags;
 m<k>_pba<l>_ngram<n> (h x T x T, key s = the n-gram ending at token s); m<k>_hysan<l>_<branch>;
-m<k>_target_tokens and m<k>_cross<l> (H x U x T) with --cross-attention."""
+m<k>_target_tokens and m<k>_cross<l> (H x U x T) with --cross-attention.
+
+The keys under a method's name are the parts its attention module keeps (modules/extra_weights.py,
+the one interface every method's module implements): nothing here knows a method."""
 
 from argparse import Namespace
 from typing import Dict, List
@@ -15,10 +18,7 @@ import torch
 import torch.nn as nn
 from fairseq.data import data_utils
 
-from ...modules.granularities import SYNTACTIC, WORD, Granularity
-from ...modules.hybrid_attention import HybridMultiheadAttention
-from ...modules.multi_granularity_attention import MultiGranularitySelfAttention
-from ...modules.phrase_based_attention import HOMOGENEOUS, PhraseBasedAttention
+from ...modules.extra_weights import KeptWeights
 from .recorder import AttentionRecorder
 
 
@@ -37,8 +37,7 @@ def attention_modules(model, cross: bool) -> Dict[str, nn.Module]:
 
 
 def record(task, model, batch, cross: bool):
-    """One forward of the whole batch under the recorder. Returns (recorder, partitions,
-    hypotheses or None)."""
+    """One forward of the whole batch under the recorder. Returns (recorder, hypotheses or None)."""
     net_input = {k: v for k, v in batch["net_input"].items() if k != "prev_output_tokens"}
     hypotheses = None
     with torch.no_grad():
@@ -52,12 +51,7 @@ def record(task, model, batch, cross: bool):
                 model(**net_input, prev_output_tokens=prev)
             else:
                 model.encoder(**net_input)
-        partitions = {}
-        if hasattr(model.encoder, "build_partitions"):  # MG-SA: the partitions the model itself builds
-            partitions = model.encoder.build_partitions(net_input["src_tokens"].eq(task.source_dictionary.pad()),
-                                                        net_input.get("src_phrase_lengths"),
-                                                        net_input.get("src_phrase_counts"))
-    return recorder, partitions, hypotheses
+    return recorder, hypotheses
 
 
 def phrase_spans(index: torch.Tensor) -> np.ndarray:
@@ -66,7 +60,7 @@ def phrase_spans(index: torch.Tensor) -> np.ndarray:
     return np.array([[ids.index(m), len(ids) - ids[::-1].index(m)] for m in range(max(ids) + 1)], dtype=np.int64)
 
 
-def sentence_arrays(task, model, batch, b: int, recorder, partitions, hypotheses, k: int) -> Dict[str, np.ndarray]:
+def sentence_arrays(task, batch, b: int, recorder, hypotheses, k: int) -> Dict[str, np.ndarray]:
     """The matrices of sentence b of the batch, padding removed, under keys m<k>_..."""
     src = batch["net_input"]["src_tokens"]
     real = src[b].ne(task.source_dictionary.pad()).nonzero().squeeze(1)  # its token positions
@@ -74,39 +68,18 @@ def sentence_arrays(task, model, batch, b: int, recorder, partitions, hypotheses
     tokens = [task.source_dictionary[t] for t in src[b, real].tolist()]
     out = {f"m{k}_tokens": np.array(tokens)}
     keep = lambda w: w[:, b].index_select(1, real).index_select(2, real).float().numpy()  # noqa: E731
-    for name, w in recorder.weights.items():
+    for name in recorder.weights:
         if not name.startswith("enc"):
             continue
         layer = int(name[3:])
         module = recorder.modules[name]
-        if isinstance(module, MultiGranularitySelfAttention):
-            out[f"m{k}_enc{layer}"] = keep(module.token_weights(w.transpose(0, 1), partitions).transpose(0, 1))
-            h = module.heads_per_granularity
-            groups = []  # npz key suffix of each head group, in head order
-            for g_i, g in enumerate(module.granularities):
-                heads = w[g_i * h:(g_i + 1) * h, b].index_select(1, real)  # h x T x slots
-                key = f"m{k}_mgsa{layer}_{g}" + (f"_{g_i}" if module.granularities.count(g) > 1 else "")
-                groups.append(key[len(f"m{k}_mgsa{layer}_"):])
-                if g.kind == WORD:
-                    out[key] = heads.index_select(2, real).float().numpy()
-                    continue
-                spans = phrase_spans(partitions[g].phrase_index[b, real])
-                out[key] = heads[:, :, :len(spans)].float().numpy()
-                out[key + "_spans"] = spans
-                out[key + "_tags"] = np.array(phrase_tags(task, batch, g, b, len(spans)))
-            out[f"m{k}_mgsa{layer}_groups"] = np.array(groups)
-        else:
-            out[f"m{k}_enc{layer}"] = keep(w)
-        if isinstance(module, PhraseBasedAttention):
-            sizes = ([[n_] for n_, _ in module.groups] if module.mode == HOMOGENEOUS else [list(module.ngrams)])
-            for size_list, p in zip(sizes, recorder.extra[name]):
-                S = p.size(-1) // len(size_list)
-                for i, size in enumerate(size_list):
-                    block = p[b, :, :, i * S:(i + 1) * S].index_select(1, real).index_select(2, real)
-                    out[f"m{k}_pba{layer}_ngram{size}"] = block.float().numpy()
-        if isinstance(module, HybridMultiheadAttention):
-            for branch, p in zip(module.branches, recorder.extra[name]):
-                out[f"m{k}_hysan{layer}_{branch.name}"] = p[b].index_select(1, real).index_select(2, real).float().numpy()
+        out[f"m{k}_enc{layer}"] = keep(recorder.token_weights[name])
+        if name in recorder.kept:
+            prefix = f"m{k}_{module.EXTRA_WEIGHTS_PREFIX}{layer}_"
+            for part in recorder.kept[name]:
+                out.update(part_arrays(task, batch, b, real, part, prefix + part.name))
+            if module.LISTS_EXTRA_WEIGHTS:  # the parts in head order
+                out[prefix + "groups"] = np.array([part.name for part in recorder.kept[name]])
     if hypotheses is not None:
         hyp = hypotheses[b]
         out[f"m{k}_target_tokens"] = np.array([task.target_dictionary[t] for t in hyp.tolist()])
@@ -117,12 +90,23 @@ def sentence_arrays(task, model, batch, b: int, recorder, partitions, hypotheses
     return out
 
 
-def phrase_tags(task, batch, granularity: Granularity, b: int, count: int) -> List[str]:
-    """Tag of each phrase of a syntactic granularity (synK: tree level K), from the batch's
-    phrase_tags; n-gram phrases have none. The last phrase is the end-of-sentence token's."""
+def part_arrays(task, batch, b: int, real: torch.Tensor, part: KeptWeights, key: str) -> Dict[str, np.ndarray]:
+    """A kept part of sentence b (modules/extra_weights.py): h x T x T over tokens, or h x T x P
+    over its phrases with their spans (P x 2) and tags."""
+    heads = part.probs[b].index_select(1, real)  # h x T x K
+    if part.phrase_index is None:
+        return {key: heads.index_select(2, real).float().numpy()}
+    spans = phrase_spans(part.phrase_index[b, real])
+    return {key: heads[:, :, :len(spans)].float().numpy(), key + "_spans": spans,
+            key + "_tags": np.array(phrase_tags(task, batch, part.tree_level, b, len(spans)))}
+
+
+def phrase_tags(task, batch, tree_level: int, b: int, count: int) -> List[str]:
+    """Tag of each phrase of tree level `tree_level` (synK: level K), from the batch's phrase_tags;
+    other phrases (tree_level 0: n-grams) have none. The last phrase is the end-of-sentence token's."""
     tags = batch.get("phrase_tags")
     tag_dict = getattr(task, "tag_dictionary", None)
-    if granularity.kind != SYNTACTIC or tags is None:
+    if not tree_level or tags is None:
         return ["" for _ in range(count - 1)] + ["</s>"]
-    ids = tags[granularity.size - 1, b, :count - 1].tolist()
+    ids = tags[tree_level - 1, b, :count - 1].tolist()
     return [tag_dict[t] if tag_dict is not None else str(t) for t in ids] + ["</s>"]

@@ -10,6 +10,7 @@ above 13 GB. The npz beside the figure holds every weight.
 import logging
 import math
 import os
+import re
 import time
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -122,6 +123,34 @@ def span_labels(tokens, spans, tags) -> List[str]:
     return [w if tag in ("", w) else f"{tag} {w}" for w, tag in zip(words, tags)]
 
 
+# the figure titles of the methods' parts (other methods' parts are drawn under their key prefix)
+TITLES = {"mgsa": "inside MG-SA layer {l}: each head group over its memory (phrase columns: tag + words)",
+          "pba": "layer {l}, phrase-based attention over n-grams (key: the n-gram ending there)",
+          "hysan": "layer {l}, HySAN branches"}
+
+
+def part_panels(arrays: Dict[str, np.ndarray], keys: List[str], tokens: List[str], per_head: bool, listed: bool,
+                num_heads: int) -> List[Panel]:
+    """The panels of one layer's parts (h x T x K each): columns the phrases (tag + words) where the
+    part has spans, the n-grams ending at each token for an ngram<n> part, else the tokens."""
+    panels, first = [], 0
+    # own heads (numbered on): parts that split the heads between them (MG-SA's head groups, PBA
+    # homogeneous); otherwise every head attends over every part (blocks, branches)
+    own_heads = sum(len(arrays[key]) for key in keys) == num_heads
+    for key in keys:
+        part = key.split("_", 2)[2]
+        columns = tokens
+        if key + "_spans" in arrays:
+            columns = span_labels(tokens, arrays[key + "_spans"], arrays[key + "_tags"])
+        elif re.fullmatch(r"ngram\d+", part):
+            size = int(part[5:])
+            columns = [" ".join(tokens[max(0, s - size + 1):s + 1]).replace("@@ ", "") for s in range(len(tokens))]
+        title = f"{part.split('_')[0]} heads" if listed else part
+        panels += head_panels(arrays[key], tokens, columns, title, per_head, first)
+        first += len(arrays[key]) if own_heads else 0
+    return panels
+
+
 def figures(name: str, arrays: Dict[str, np.ndarray], labels: List[str], layer: int, out: str, per_head: bool,
             cross_attention: bool, warnings: Sequence[str] = ()) -> Tuple[Dict[str, float], Dict[str, str]]:
     """Write the PNGs of one sentence from its matrices (the npz keys of extract.py), `labels`
@@ -146,40 +175,23 @@ def figures(name: str, arrays: Dict[str, np.ndarray], labels: List[str], layer: 
 
     for k, label in enumerate(labels):
         tokens = list(arrays[f"m{k}_tokens"])
-        for key in sorted((a for a in arrays if a.startswith(f"m{k}_mgsa") and a.endswith("_groups")),
-                          key=lambda a: int(a[len(f"m{k}_mgsa"):].split("_")[0])):
-            l = int(key[len(f"m{k}_mgsa"):].split("_")[0])
-            panels, first = [], 0
-            for group in arrays[key]:
-                matrix = arrays[f"m{k}_mgsa{l}_{group}"]  # h x T x memory
-                g = group.split("_")[0]
-                columns = tokens if g == "word" else span_labels(
-                    tokens, arrays[f"m{k}_mgsa{l}_{group}_spans"], arrays[f"m{k}_mgsa{l}_{group}_tags"])
-                panels += head_panels(matrix, tokens, columns, f"{g} heads", per_head, first)
-                first += len(matrix)
-            save(f"{name}_m{k}_mgsa_layer{l}.png", panels, f"{name}: {label}, inside MG-SA layer {l}: "
-                 f"each head group over its memory (phrase columns: tag + words)", columns=4 if per_head else 2)
-        for kind, title in (("pba", "phrase-based attention over n-grams (key: the n-gram ending there)"),
-                            ("hysan", "HySAN branches")):
-            keys = [a for a in arrays if a.startswith(f"m{k}_{kind}{layer}_")]  # the module's order
-            if not keys:
+        # a method's parts (modules/extra_weights.py), found by their keys m<k>_<prefix><l>_<part>:
+        # parts listed in head order (<prefix><l>_groups, MG-SA's) are drawn for every layer that
+        # has them, the others for the layer drawn
+        found = {}
+        for key in arrays:
+            m = re.match(rf"m{k}_([a-z]+)(\d+)_(.+)$", key)
+            if m and m.group(3) not in ("spans", "tags") and not key.endswith(("_spans", "_tags")):
+                found.setdefault((m.group(1), int(m.group(2))), []).append(key)
+        for (kind, l), keys in sorted(found.items()):
+            listed = f"m{k}_{kind}{l}_groups" in arrays
+            if not listed and l != layer:
                 continue
-            panels, first = [], 0
-            # PBA homogeneous: each n-gram size has its own heads (numbered on); otherwise every
-            # head attends over every block / branch
-            own_heads = sum(len(arrays[key]) for key in keys) == len(arrays[f"m{k}_enc{layer}"])
-            for key in keys:
-                part = key.split("_", 2)[2]
-                columns = tokens
-                if part.startswith("ngram"):
-                    size = int(part[5:])
-                    columns = [" ".join(tokens[max(0, s - size + 1):s + 1]).replace("@@ ", "")
-                               for s in range(len(tokens))]
-                panels += head_panels(arrays[key], tokens, columns, part, per_head, first)
-                first += len(arrays[key]) if own_heads else 0
-            save(f"{name}_m{k}_{kind}_layer{layer}.png", panels, f"{name}: {label}, layer {layer}, {title}",
-                 columns=4 if per_head else 2)
-
+            if listed:
+                keys = [f"m{k}_{kind}{l}_{group}" for group in arrays[f"m{k}_{kind}{l}_groups"]]
+            title = TITLES[kind].format(l=l) if kind in TITLES else f"layer {l}, {kind}'s own weights"
+            panels = part_panels(arrays, keys, tokens, per_head, listed, len(arrays[f"m{k}_enc{l}"]))
+            save(f"{name}_m{k}_{kind}_layer{l}.png", panels, f"{name}: {label}, {title}", columns=4 if per_head else 2)
     if cross_attention:
         panels = []
         for k, label in enumerate(labels):

@@ -262,8 +262,8 @@ def test_masks_are_combined_once_per_stack_and_forward(model, monkeypatch):
         second = model(src, torch.tensor(lengths), prev)[0]
         assert len(built) == 4
     torch.testing.assert_close(first, second, atol=0, rtol=0)
-    assert len({id(layer.self_attn.mask_memo) for layer in model.encoder.layers}) == 1
-    assert model.encoder.layers[0].self_attn.mask_memo is not model.decoder.layers[0].self_attn.mask_memo
+    assert len({id(layer.self_attn.mask_cache) for layer in model.encoder.layers}) == 1
+    assert model.encoder.layers[0].self_attn.mask_cache is not model.decoder.layers[0].self_attn.mask_cache
 
 
 def test_recompute_option_gives_the_same_training_step():

@@ -93,13 +93,15 @@ def test_batched_full_forward_equals_the_plain_form(attention, mode, ngrams, sha
     x_kv = x_kv.clone().requires_grad_() if role == "cross" else x_q
     tensors = [x_q] + ([x_kv] if role == "cross" else [])
     m.query_padding_mask = pad_q if role == "cross" else None
-    m.keep_ngram_weights = True
+    m.keep_extra_weights(True)
     out, w = m(x_q.transpose(0, 1), x_kv.transpose(0, 1), x_kv.transpose(0, 1), key_padding_mask=pad_kv,
                attn_mask=mask, need_weights=need_weights, need_head_weights=need_weights)
     out = out.transpose(0, 1)
     if need_weights:
-        got_probs = m.ngram_weights
-    m.keep_ngram_weights = False
+        # the kept n-gram parts, put back into one tensor per softmax (homogeneous: per head group)
+        parts = [part.probs for part in m.kept_extra_weights()]
+        got_probs = parts if m.mode == "homogeneous" else [torch.cat(parts, dim=-1)]
+    m.keep_extra_weights(False)
     want, want_w, want_probs = plain_forward(m, x_q, x_kv, pad_kv, pad_q, mask, need_weights)
     assert torch.allclose(out, want, atol=1e-5), (out - want).abs().max()
     if need_weights:

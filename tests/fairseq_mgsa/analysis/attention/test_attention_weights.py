@@ -167,7 +167,7 @@ def test_pba_homogeneous_convkv_weights():
                 spread = share + F.pad(share[..., 1:], (0, 1))
                 assert torch.allclose(tokens[h], spread, atol=1e-5)
     check_rows(tokens, torch.ones(1, dtype=torch.bool))
-    assert not hasattr(attn, "ngram_weights") and not attn.keep_ngram_weights
+    assert not attn.kept_extra_weights() and not attn.keeping_extra_weights
 
 
 def test_hysan_branch_weights():
