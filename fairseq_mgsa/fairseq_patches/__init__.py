@@ -5,6 +5,8 @@ which importing fairseq_mgsa calls once (after fairseq is imported):
   checkpoints fairseq writes;
 * clean_exit.py: fairseq's batch-prefetching threads end before Python exits;
 * bf16.py: `--bf16` trains in bfloat16 on the run's device instead of fairseq's TPU path;
+* patience.py: fairseq's `--patience` count is kept in the checkpoints, so that a resumed run
+  stops where the same run left alone would;
 * excepthook.py: the plugin's errors, and fairseq's for --share-all-embeddings over separate
   dictionaries (shared_embeddings.py, which the plugin's models and task also check with),
   print as one line.
@@ -25,8 +27,9 @@ def install():
     _installed = True
     # checkpoint_loading installs itself when imported: examples/common/average_checkpoints.py
     # runs that file by path, without fairseq
-    from . import bf16, checkpoint_loading, clean_exit, excepthook  # noqa: F401
+    from . import bf16, checkpoint_loading, clean_exit, excepthook, patience  # noqa: F401
 
     excepthook.install_excepthook()
     clean_exit.install_exit_hook()
     bf16.install()
+    patience.install()

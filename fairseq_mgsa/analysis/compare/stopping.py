@@ -24,9 +24,10 @@ configuration: how far from flat a run cut by the cap was), and the run's minute
 "done training" seconds, summed over the sessions of a resumed run; the clock of its lines for
 a session that has not finished).
 
-A resumed run keeps its best checkpoint, but fairseq counts the validations without a new
-best afresh after a resume (its counter is not in the checkpoint): it can run up to PATIENCE
-validations longer than one that was not stopped.
+A resumed run stops where the same run left alone would: fairseq keeps the count of validations
+without a new best only in memory, so the plugin writes it into each checkpoint and reads it back
+(fairseq_patches/patience.py). Checkpoints written before that hold no count: a run resumed from
+one counts afresh and can stop later than PATIENCE validations after its best.
 """
 
 import argparse
