@@ -20,7 +20,7 @@ test-slow: install
 
 # the tiny size, a quick look: into benchmarks/runs/ (ignored by git), not the committed results
 bench: install
-	$(PYTHON) benchmarks/bench_training.py --arch-size tiny
+	$(PYTHON) -m benchmarks.bench_training --arch-size tiny
 
 # on a machine with a CUDA GPU: every system trained and decoded in half precision, the invariants
 # on the GPU, the benchmark with --fp16 at base size and with bf16 at big size on 16k-token batches

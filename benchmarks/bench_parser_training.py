@@ -11,8 +11,8 @@ can stop a long run and keep what it measured). Results go to
 ``benchmarks/runs/parser_training.json`` (or ``--out``), one entry per ``--name``; an entry of the
 committed results: ``--out benchmarks/results/parser_training.json``.
 
-    python benchmarks/bench_parser_training.py --name defaults
-    python benchmarks/bench_parser_training.py --name old-defaults --stop-after-epochs 1 -- \\
+    python -m benchmarks.bench_parser_training --name defaults
+    python -m benchmarks.bench_parser_training --name old-defaults --stop-after-epochs 1 -- \\
         --parser-batch-size 10 --parser-epochs 20
 """
 
@@ -24,12 +24,9 @@ import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from ptb_shaped import write_treebank  # noqa: E402
-from run_outputs import default_out, with_folder  # noqa: E402
+from benchmarks.ptb_shaped import write_treebank
+from benchmarks.run_outputs import default_out, with_folder
 
 
 def load() -> str:

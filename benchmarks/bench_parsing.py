@@ -14,7 +14,7 @@ Prints and writes ``benchmarks/runs/parsing.json`` (or ``--out``; the committed 
 ``--out benchmarks/results/parsing.json``), with the hours that 4.5M sentences (WMT14 en-de)
 take per process count at the measured rate.
 
-    python benchmarks/bench_parsing.py --model /tmp/mgsa-bench-parser/defaults
+    python -m benchmarks.bench_parsing --model /tmp/mgsa-bench-parser/defaults
 """
 
 import argparse
@@ -25,11 +25,8 @@ import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from run_outputs import default_out, with_folder  # noqa: E402
+from benchmarks.run_outputs import default_out, with_folder
 
 WMT = 4_500_000
 
@@ -50,7 +47,7 @@ def worker(a):
 
 
 def quick_model(work: str) -> str:
-    from ptb_shaped import write_treebank
+    from benchmarks.ptb_shaped import write_treebank
 
     data, out = os.path.join(work, "treebank3000"), os.path.join(work, "parser")
     write_treebank(data, (("train", 3000), ("dev", 400), ("test", 0)), seed=1)
@@ -115,7 +112,7 @@ def main():
         return worker(a)
     os.makedirs(a.work, exist_ok=True)
     if a.input is None:
-        from ptb_shaped import write_treebank
+        from benchmarks.ptb_shaped import write_treebank
 
         write_treebank(os.path.join(a.work, "treebank"), (("train", 0), ("dev", 0), ("test", 400)), seed=1)
         a.input = os.path.join(a.work, "treebank", "test.txt")

@@ -13,7 +13,7 @@ tree forms:
 Prints sentences/s per process and writes ``benchmarks/runs/preprocess.json`` (or ``--out``; the
 committed results: ``--out benchmarks/results/preprocess.json``).
 Parsing itself (stanza, with a parser made by mgsa-train-parser): benchmarks/bench_parsing.py.
-Usage: ``python benchmarks/bench_preprocess.py [--sentences 100000] [--workers 1]``.
+Usage: ``python -m benchmarks.bench_preprocess [--sentences 100000] [--workers 1]``.
 """
 
 import argparse
@@ -26,13 +26,12 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 
-from mgsa_preprocess.binarize import PhraseJob, TagTable, commit_split, write_split  # noqa: E402
-from mgsa_preprocess.phrase_files import tag_dictionary_path  # noqa: E402
-from mgsa_preprocess.report import SplitReport  # noqa: E402
-from mgsa_preprocess.synthetic import Grammar  # noqa: E402
-from run_outputs import default_out, with_folder  # noqa: E402
+from mgsa_preprocess.binarize import PhraseJob, TagTable, commit_split, write_split
+from mgsa_preprocess.phrase_files import tag_dictionary_path
+from mgsa_preprocess.report import SplitReport
+from mgsa_preprocess.synthetic import Grammar
+from benchmarks.run_outputs import default_out, with_folder
 
 TARGET = 10_000  # sentences/s per process (issue 3)
 

@@ -43,10 +43,10 @@ update, own and interleaved timing, FLOPs), training/decoding.py, training/profi
 training/report.py (paper figures, targets, tables, the README's table), training/env.py
 (device, peak memory on CPU).
 
-    python benchmarks/bench_training.py --arch-size tiny --updates 20
-    python benchmarks/bench_training.py --arch-size base --updates 30 --warmup 3 --max-tokens 1024 --readme
-    python benchmarks/bench_training.py --arch-size base --updates 200 --warmup 20 --fp16 --repeats 3   # GPU
-    python benchmarks/bench_training.py --readme-from benchmarks/results/training_cpu_base.json
+    python -m benchmarks.bench_training --arch-size tiny --updates 20
+    python -m benchmarks.bench_training --arch-size base --updates 30 --warmup 3 --max-tokens 1024 --readme
+    python -m benchmarks.bench_training --arch-size base --updates 200 --warmup 20 --fp16 --repeats 3   # GPU
+    python -m benchmarks.bench_training --readme-from benchmarks/results/training_cpu_base.json
 
 Writes benchmarks/runs/training_<device>_<arch-size>.json (or --out) and appends one line to
 benchmarks/runs/history.jsonl (or --history); git ignores benchmarks/runs/ (run_outputs.py): a
@@ -71,14 +71,13 @@ import time
 import torch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 
-from benchmarks.training import data as bdata  # noqa: E402
-from benchmarks.training import arithmetic, decode_steps, decoding, memory, report, timing  # noqa: E402
-from benchmarks.training.env import CpuPeakMemory, copy_throughput  # noqa: E402
-from benchmarks.training.results import assemble, own_run_figures, print_summary, ratios, write  # noqa: E402
-from fairseq_mgsa import systems as registry  # noqa: E402
-from run_outputs import default_out  # noqa: E402
+from benchmarks.training import data as bdata
+from benchmarks.training import arithmetic, decode_steps, decoding, memory, report, timing
+from benchmarks.training.env import CpuPeakMemory, copy_throughput
+from benchmarks.training.results import assemble, own_run_figures, print_summary, ratios, write
+from fairseq_mgsa import systems as registry
+from benchmarks.run_outputs import default_out
 
 logger = logging.getLogger("bench_training")
 TABLE_FILE = os.path.join(ROOT, "docs", "benchmarks.md")

@@ -7,10 +7,10 @@ system's model from the same seed, one uncounted update on the first batch, then
 counted (benchmarks/training/op_counts.py gives the rules: forward, backward and
 torch.optim.Adam(foreach=True), views, bare allocations and host-side scalar work left out).
 
-    python benchmarks/op_counts.py --arch-size base --systems transformer,hysan
-    python benchmarks/op_counts.py --arch-size base --where --top 15 --systems mgsa_syntactic
-    python benchmarks/op_counts.py --arch-size base --out benchmarks/results/op_counts_before.json
-    python benchmarks/op_counts.py --arch-size base --by-module 20 --systems hysan
+    python -m benchmarks.op_counts --arch-size base --systems transformer,hysan
+    python -m benchmarks.op_counts --arch-size base --where --top 15 --systems mgsa_syntactic
+    python -m benchmarks.op_counts --arch-size base --out benchmarks/results/op_counts_before.json
+    python -m benchmarks.op_counts --arch-size base --by-module 20 --systems hysan
 
 --where lists every synchronisation by the line of Python that asked for it; --top N the most
 frequent kernel operators; --by-module N the N modules that run the most (the innermost module
@@ -32,16 +32,14 @@ import time
 
 import torch
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 
-import bench_training  # noqa: E402
-from benchmarks.training import data as bdata  # noqa: E402
-from benchmarks.training import op_counts, timing  # noqa: E402
-from benchmarks.training.env import device_info, git_info  # noqa: E402
-from benchmarks.training.report import fmt, render  # noqa: E402
-from fairseq_mgsa import systems as registry  # noqa: E402
-from run_outputs import default_out  # noqa: E402
+from benchmarks import bench_training
+from benchmarks.training import data as bdata
+from benchmarks.training import op_counts, timing
+from benchmarks.training.env import device_info, git_info
+from benchmarks.training.report import fmt, render
+from fairseq_mgsa import systems as registry
+from benchmarks.run_outputs import default_out
 
 logger = logging.getLogger("op_counts")
 
@@ -169,7 +167,7 @@ def main(argv=None):
         "benchmark": "kernel operators and host synchronisations per training update (benchmarks/op_counts.py)",
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "git_commit": gi["commit"], "git_dirty": gi["dirty"],
-        "command": "python benchmarks/op_counts.py " + " ".join(sys.argv[1:] if argv is None else argv),
+        "command": "python -m benchmarks.op_counts " + " ".join(sys.argv[1:] if argv is None else argv),
         "versions": {"python": platform.python_version(), "torch": torch.__version__},
         "device": {**device_info(device), "load_avg_1min": {"start": load_start, "end": os.getloadavg()[0]}},
         "config": {"arch_size": a.arch_size, "max_tokens": a.max_tokens, "batch": size, "seed": a.seed,

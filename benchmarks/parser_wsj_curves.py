@@ -1,7 +1,7 @@
 """Curves of mgsa-train-parser runs on a real treebank: dev tag accuracy and dev F1 against the minutes
 since the command started, read from each run's directory; results JSON and a plot.
 
-    python benchmarks/parser_wsj_curves.py --run NAME=DIR[:LOG] ... [--out JSON] [--plot PNG] [--append]
+    python -m benchmarks.parser_wsj_curves --run NAME=DIR[:LOG] ... [--out JSON] [--plot PNG] [--append]
 
 --out: default benchmarks/runs/parser_wsj.json; the committed figures (docs/benchmarks-parser.md):
 --out benchmarks/results/parser_wsj.json. --append keeps the runs already in that JSON (the model
@@ -20,7 +20,7 @@ import os
 import re
 from datetime import datetime
 
-from run_outputs import default_out, with_folder
+from benchmarks.run_outputs import default_out, with_folder
 
 _STAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) INFO: (.*)$")
 

@@ -34,7 +34,7 @@ them stands in for the phrase-tag loss), as in training.
 Only the layers' public constructors and forward signatures are used.
 
     git archive main fairseq_mgsa | tar -x -C /tmp/main
-    python benchmarks/profile_mgsa_layer.py --before /tmp/main
+    python -m benchmarks.profile_mgsa_layer --before /tmp/main
 
 Results go to benchmarks/runs/mgsa_layer_profile.json (or --out; the committed results:
 --out benchmarks/results/mgsa_layer_profile.json).
@@ -51,7 +51,7 @@ from collections.abc import Mapping
 
 import torch
 
-from run_outputs import default_out, with_folder
+from benchmarks.run_outputs import default_out, with_folder
 
 MODELS = {"syntactic": "mgsa_transformer_syntactic", "ngram": "mgsa_transformer"}
 

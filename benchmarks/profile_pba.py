@@ -22,7 +22,7 @@ With --before DIR (a checkout of an earlier version, e.g. /work/main or `git arc
 fairseq_mgsa | tar -x -C /tmp/main`), that version's PhraseBasedAttention is measured in the same
 rotation, under another package name (its package __init__, which registers models, is not run).
 
-    python benchmarks/profile_pba.py --before /tmp/main --ops 12
+    python -m benchmarks.profile_pba --before /tmp/main --ops 12
 
 Results go to benchmarks/runs/pba_profile.json (or --out; the committed results:
 --out benchmarks/results/pba_profile.json).
@@ -41,7 +41,7 @@ import types
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from run_outputs import default_out, with_folder
+from benchmarks.run_outputs import default_out, with_folder
 
 PRESETS = ["heterogeneous_convkv", "heterogeneous_queryk", "homogeneous_convkv", "homogeneous_queryk",
            "interleaved_convkv", "interleaved_queryk"]

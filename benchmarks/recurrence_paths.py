@@ -4,8 +4,8 @@ cell a step), and the torch step loop (MGSA_NO_TRITON=1), forward and backward, 
 CUDA events on identical inputs. Also what the loop kernel's compilation needs: shared memory
 per block, registers and spilled bytes per thread (the compiled kernel's metadata).
 
-    python benchmarks/recurrence_paths.py [--out DIR]           # on a CUDA GPU
-    python benchmarks/recurrence_paths.py --out DIR --dry-run   # the code path on the CPU, tiny
+    python -m benchmarks.recurrence_paths [--out DIR]           # on a CUDA GPU
+    python -m benchmarks.recurrence_paths --out DIR --dry-run   # the code path on the CPU, tiny
 
 The widths are those of the heads a granularity feeds: 128 (base, 3 phrase granularities),
 256 (big, 3), 512, 768 (big, one granularity) and 1024 (all 16 heads of the big model in one).
@@ -23,10 +23,7 @@ import torch
 
 from fairseq_mgsa.modules import recurrence_cells, recurrence_loops
 
-try:
-    from run_outputs import default_out  # python benchmarks/recurrence_paths.py: benchmarks/ on sys.path
-except ImportError:  # python -m benchmarks.recurrence_paths
-    from benchmarks.run_outputs import default_out
+from benchmarks.run_outputs import default_out
 
 WIDTHS = [128, 256, 512, 768, 1024]
 

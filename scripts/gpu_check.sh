@@ -176,9 +176,9 @@ phase data "$PY" -m benchmarks.gpu_check.cli data --out "$OUT" "${DRY_FLAG[@]}" 
 phase fp16 env WORKERS="$WORKERS" bash "$0" --worker-group fp16
 phase variants env WORKERS=$((WORKERS < 3 ? WORKERS : 3)) bash "$0" --worker-group variants
 phase invariants "$PY" -m benchmarks.gpu_check.cli invariants --out "$OUT" "${DRY_FLAG[@]}"
-phase bench "$PY" benchmarks/bench_training.py --fp16 --data "$OUT/data-bin" --no-decode --history '' \
+phase bench "$PY" -m benchmarks.bench_training --fp16 --data "$OUT/data-bin" --no-decode --history '' \
   --out "$OUT/training_${DEVICE}_$([ "$DRY" = 1 ] && echo tiny || echo base).json" "${BENCH[@]}"
-phase bench_big "$PY" benchmarks/bench_training.py --bf16 --sentences-per-line 2 --no-decode --history '' \
+phase bench_big "$PY" -m benchmarks.bench_training --bf16 --sentences-per-line 2 --no-decode --history '' \
   --decode-sentences 8 --out "$OUT/bench_big_${DEVICE}_$([ "$DRY" = 1 ] && echo tiny || echo big).json" "${BENCH_BIG[@]}"
 echo "[gpu-check] $(( $(date +%s) - start )) s in all"
 echo

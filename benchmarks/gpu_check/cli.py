@@ -24,7 +24,6 @@ from typing import Optional
 
 from . import records
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 @dataclass(frozen=True)
@@ -107,7 +106,6 @@ def cmd_env(a):
 
 
 def cmd_data(a):
-    sys.path.insert(0, ROOT)
     from benchmarks.training.data import make_data
 
     s = settings(a)

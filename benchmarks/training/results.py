@@ -80,7 +80,7 @@ def assemble(a, chosen, results, targets, profile, decode_cfg, phrases, task, de
 
     gi = git_info()
     failed = [f"{n}:{t}" for n, checks in targets.items() for t, c in checks.items() if c["pass"] is False]
-    command = "python benchmarks/bench_training.py " + shlex.join(
+    command = "python -m benchmarks.bench_training " + shlex.join(
         x for x in sys.argv[1:] if not x.startswith("--readme")) if sys.argv[0].endswith("bench_training.py") else ""
     result = {
         "benchmark": "training and decoding speed of the registered systems, identical batches "
