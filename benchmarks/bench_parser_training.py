@@ -9,7 +9,7 @@ building the model), and per epoch the training and dev-scoring seconds and the 
 (``training/parser_epochs.jsonl``, written as epochs end, so ``--stop-after-epochs K``
 can stop a long run and keep what it measured). Results go to
 ``benchmarks/runs/parser_training.json`` (or ``--out``), one entry per ``--name``; an entry of the
-committed results: ``--out benchmarks/results/parser_training.json``.
+committed results: ``--out docs/results/parser_training.json``.
 
     python -m benchmarks.bench_parser_training --name defaults
     python -m benchmarks.bench_parser_training --name old-defaults --stop-after-epochs 1 -- \\

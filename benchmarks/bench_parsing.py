@@ -11,7 +11,7 @@ behind mgsa-preprocess's parsing and its ``--num-shards``) over their line range
   one machine would), sentences/s per process = sentences / wall time / N.
 
 Prints and writes ``benchmarks/runs/parsing.json`` (or ``--out``; the committed results:
-``--out benchmarks/results/parsing.json``), with the hours that 4.5M sentences (WMT14 en-de)
+``--out docs/results/parsing.json``), with the hours that 4.5M sentences (WMT14 en-de)
 take per process count at the measured rate.
 
     python -m benchmarks.bench_parsing --model /tmp/mgsa-bench-parser/defaults

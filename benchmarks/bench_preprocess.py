@@ -11,7 +11,7 @@ tree forms:
   outer bracket, function tags and indices on labels, ``-NONE-`` traces.
 
 Prints sentences/s per process and writes ``benchmarks/runs/preprocess.json`` (or ``--out``; the
-committed results: ``--out benchmarks/results/preprocess.json``).
+committed results: ``--out docs/results/preprocess.json``).
 Parsing itself (stanza, with a parser made by mgsa-train-parser): benchmarks/bench_parsing.py.
 Usage: ``python -m benchmarks.bench_preprocess [--sentences 100000] [--workers 1]``.
 """

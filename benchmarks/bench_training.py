@@ -46,12 +46,12 @@ training/report.py (paper figures, targets, tables, the README's table), trainin
     python -m benchmarks.bench_training --arch-size tiny --updates 20
     python -m benchmarks.bench_training --arch-size base --updates 30 --warmup 3 --max-tokens 1024 --readme
     python -m benchmarks.bench_training --arch-size base --updates 200 --warmup 20 --fp16 --repeats 3   # GPU
-    python -m benchmarks.bench_training --readme-from benchmarks/results/training_cpu_base.json
+    python -m benchmarks.bench_training --readme-from docs/results/training_cpu_base.json
 
 Writes benchmarks/runs/training_<device>_<arch-size>.json (or --out) and appends one line to
 benchmarks/runs/history.jsonl (or --history); git ignores benchmarks/runs/ (run_outputs.py): a
-result to commit is written where asked, --out benchmarks/results/NAME.json --history
-benchmarks/results/history.jsonl. --readme rewrites the table of docs/benchmarks.md (or of the
+result to commit is written where asked, --out docs/results/NAME.json --history
+docs/results/history.jsonl. --readme rewrites the table of docs/benchmarks.md (or of the
 file given, between its bench-training markers) from that JSON. Systems: --systems picks some of the registry;
 --define 'mgsa_lstm=mgsa_ngram --mgsa-interaction lstm' adds a variant of a registered system.
 """

@@ -9,7 +9,7 @@ torch.optim.Adam(foreach=True), views, bare allocations and host-side scalar wor
 
     python -m benchmarks.op_counts --arch-size base --systems transformer,hysan
     python -m benchmarks.op_counts --arch-size base --where --top 15 --systems mgsa_syntactic
-    python -m benchmarks.op_counts --arch-size base --out benchmarks/results/op_counts_before.json
+    python -m benchmarks.op_counts --arch-size base --out docs/results/op_counts_cpu_base_before_issue43.json
     python -m benchmarks.op_counts --arch-size base --by-module 20 --systems hysan
 
 --where lists every synchronisation by the line of Python that asked for it; --top N the most

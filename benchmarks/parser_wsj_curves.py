@@ -4,7 +4,7 @@ since the command started, read from each run's directory; results JSON and a pl
     python -m benchmarks.parser_wsj_curves --run NAME=DIR[:LOG] ... [--out JSON] [--plot PNG] [--append]
 
 --out: default benchmarks/runs/parser_wsj.json; the committed figures (docs/benchmarks-parser.md):
---out benchmarks/results/parser_wsj.json. --append keeps the runs already in that JSON (the model
+--out docs/results/parser_wsj.json. --append keeps the runs already in that JSON (the model
 directories of earlier sessions need not exist any more) and adds or replaces the runs given.
 
 DIR is a directory written by mgsa-train-parser (its mgsa_parser.json, with the test scores of

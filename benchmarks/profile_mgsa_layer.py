@@ -37,7 +37,7 @@ Only the layers' public constructors and forward signatures are used.
     python -m benchmarks.profile_mgsa_layer --before /tmp/main
 
 Results go to benchmarks/runs/mgsa_layer_profile.json (or --out; the committed results:
---out benchmarks/results/mgsa_layer_profile.json).
+--out docs/results/mgsa_layer_profile.json).
 """
 
 import argparse

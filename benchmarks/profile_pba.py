@@ -25,7 +25,7 @@ rotation, under another package name (its package __init__, which registers mode
     python -m benchmarks.profile_pba --before /tmp/main --ops 12
 
 Results go to benchmarks/runs/pba_profile.json (or --out; the committed results:
---out benchmarks/results/pba_profile.json).
+--out docs/results/pba_profile.json).
 """
 
 import argparse

@@ -1,7 +1,7 @@
 """Where the benchmark scripts write when no path is given: benchmarks/runs/, a folder git ignores,
 made when a run first writes there. Running a benchmark thus never changes the committed results
-in benchmarks/results/, the figures the docs cite; recording a result there is a deliberate act:
-its path given, e.g. `--out benchmarks/results/parsing.json` (docs/benchmarks.md). The scripts run
+in docs/results/, the figures the docs cite; recording a result there is a deliberate act:
+its path given, e.g. `--out docs/results/parsing.json` (docs/benchmarks.md). The scripts run
 from the checkout's root as `python -m benchmarks.X`."""
 
 import os

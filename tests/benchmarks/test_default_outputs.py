@@ -1,5 +1,5 @@
 """Where the benchmark scripts write when no path is given: benchmarks/runs/ (run_outputs.py), a folder
-git ignores, never a tracked file of the checkout (the committed results in benchmarks/results/ change
+git ignores, never a tracked file of the checkout (the committed results in docs/results/ change
 only when a path there is given). The scripts are imported as `python -m benchmarks.X` runs them."""
 
 import glob
