@@ -46,12 +46,12 @@ import json
 import os
 import statistics
 import sys
-import time
 from collections.abc import Mapping
 
 import torch
 
 from benchmarks.run_outputs import default_out, with_folder
+from benchmarks.training.timing import clock, interleaved, speed_ratios
 
 MODELS = {"syntactic": "mgsa_transformer_syntactic", "ngram": "mgsa_transformer"}
 
@@ -102,18 +102,12 @@ def op_counts(step):
 
 
 def paired_times(steps, iters):
-    """Median ms of every step, run back to back in rotating order, and the median of the
-    per-round ratio steps[0] ms / step ms (the first step is the baseline)."""
+    """Median ms of every step, run back to back in rotating order (timing.interleaved), and the
+    median of its per-round speed ratio against the first step, the baseline."""
     for step in steps:
         step()  # warmup
-    times = [[] for _ in steps]
-    for i in range(iters):
-        for j in range(len(steps)):
-            k = (i + j) % len(steps)
-            t0 = time.perf_counter()
-            steps[k]()
-            times[k].append((time.perf_counter() - t0) * 1000)
-    return [(statistics.median(t), statistics.median(b / x for b, x in zip(times[0], t))) for t in times]
+    times = interleaved(lambda k, _: 1000 * clock(steps[k]), range(len(steps)), range(iters))
+    return [(statistics.median(t), statistics.median(speed_ratios(t, times[0]))) for t in times.values()]
 
 
 def load_before(root):
