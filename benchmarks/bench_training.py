@@ -21,7 +21,7 @@ and label smoothing 0.1 for all):
   system costs exactly its extra arithmetic, above 1 when it spends time on something else
   (small kernels, host work);
 * kernel operators and host synchronisations of a second update on that batch
-  (training/op_counts.py; Adam with foreach, as on a GPU): what a launch-bound GPU step pays
+  (benchmarks/op_counts; Adam with foreach, as on a GPU): what a launch-bound GPU step pays
   for, countable on the CPU; the kernel-operator ratio against the baseline;
 * decoding (unless --no-decode): fairseq-generate --beam 4 of the checkpoint of its own run on
   the test split of the same corpus, every hypothesis --decode-len tokens long
@@ -84,7 +84,7 @@ TABLE_FILE = os.path.join(ROOT, "docs", "benchmarks.md")
 
 
 def add_system_options(p):
-    """--systems and --define, as every training benchmark reads them (op_counts.py too)."""
+    """--systems and --define, as every training benchmark reads them (python -m benchmarks.op_counts too)."""
     p.add_argument("--systems", default=",".join(registry.SYSTEMS),
                    help=f"comma-separated, the baseline first is best; registered: {', '.join(registry.SYSTEMS)}")
     p.add_argument("--define", action="append", default=[], metavar="'NAME=SYSTEM ARGS...'",

@@ -13,7 +13,9 @@ import torch
 
 from fairseq_mgsa import systems as registry
 
-from . import memory, op_counts, report
+from benchmarks import op_counts
+
+from . import memory, report
 from .env import ROOT, CpuPeakMemory, device_info, git_info
 
 

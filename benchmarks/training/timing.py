@@ -54,7 +54,7 @@ def no_phase(name):
 def optimizer(model, a, device, foreach=None):
     """(torch.optim.Adam as every system trains with, the GradScaler of --fp16 or None).
     foreach=None: torch's default, the foreach implementation on a GPU, a loop over the
-    parameters on the CPU; the operator count (op_counts.py) asks for foreach on both."""
+    parameters on the CPU; the operator count (benchmarks/op_counts) asks for foreach on both."""
     opt = torch.optim.Adam(model.parameters(), lr=a.lr, betas=(0.9, 0.98), eps=1e-8, foreach=foreach)
     # float16's narrow range: the loss scaled up before backward, updates with inf/NaN gradients skipped
     scaler = torch.amp.GradScaler(device.type) if a.amp_dtype == "fp16" else None
@@ -263,11 +263,11 @@ def flops_per_update(args, task, sample, a, device, count_ops=False, by_module=F
     dominates a Transformer); element-wise work (activations, gates of an LSTM cell beyond its
     matrix products, normalisation, softmax) is not counted. With count_ops, "ops" holds the
     kernel operators and host synchronisations of a second update on the same sample
-    (op_counts.py; on the CPU with the model's device choices as on a GPU), the optimizer
+    (benchmarks/op_counts; on the CPU with the model's device choices as on a GPU), the optimizer
     Adam with foreach in both."""
     from torch.utils.flop_counter import FlopCounterMode
 
-    from .op_counts import as_on_gpu, count_update
+    from benchmarks.op_counts import as_on_gpu, count_update
 
     model, criterion = build(args, task, device)
     model.train()

@@ -15,8 +15,10 @@ from tests.paths import ROOT, checkout_pythonpath
 
 BENCHMARKS = os.path.join(ROOT, "benchmarks")
 HELPERS = {"__init__", "ptb_shaped", "run_outputs"}  # modules the scripts import, not scripts
-SCRIPTS = sorted(name for name in (os.path.basename(p)[:-3] for p in glob.glob(os.path.join(BENCHMARKS, "*.py")))
-                 if name not in HELPERS)
+# a script: a module of benchmarks/ or a package with a __main__.py (op_counts)
+SCRIPTS = sorted([name for name in (os.path.basename(p)[:-3] for p in glob.glob(os.path.join(BENCHMARKS, "*.py")))
+                  if name not in HELPERS]
+                 + [os.path.basename(os.path.dirname(p)) for p in glob.glob(os.path.join(BENCHMARKS, "*", "__main__.py"))])
 # the files each script writes; every one must default into benchmarks/runs/
 WRITTEN = {"bench_training": ["out", "history"], "bench_parser_training": ["out"], "bench_parsing": ["out"],
            "bench_preprocess": ["out"], "parser_wsj_curves": ["out"], "profile_mgsa_layer": ["out"],
@@ -36,7 +38,10 @@ GIT = in_git_checkout()
 
 @pytest.fixture
 def load():
-    return lambda script: importlib.import_module(f"benchmarks.{script}")
+    def load(script):
+        main = os.path.join(BENCHMARKS, script, "__main__.py")
+        return importlib.import_module(f"benchmarks.{script}" + (".__main__" if os.path.exists(main) else ""))
+    return load
 
 
 def runs_folder():

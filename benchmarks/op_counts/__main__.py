@@ -4,7 +4,7 @@ the CPU in a minute: the part of benchmarks/bench_training.py that predicts GPU 
 
 The same corpus and batches as bench_training.py (its defaults give the same first batch), every
 system's model from the same seed, one uncounted update on the first batch, then the update
-counted (benchmarks/training/op_counts.py gives the rules: forward, backward and
+counted (__init__.py gives the rules: forward, backward and
 torch.optim.Adam(foreach=True), views, bare allocations and host-side scalar work left out).
 
     python -m benchmarks.op_counts --arch-size base --systems transformer,hysan
@@ -33,9 +33,9 @@ import time
 import torch
 
 
-from benchmarks import bench_training
+from benchmarks import bench_training, op_counts
 from benchmarks.training import data as bdata
-from benchmarks.training import op_counts, timing
+from benchmarks.training import timing
 from benchmarks.training.env import device_info, git_info
 from benchmarks.training.report import fmt, render
 from fairseq_mgsa import systems as registry
@@ -45,7 +45,7 @@ logger = logging.getLogger("op_counts")
 
 
 def get_parser():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+    p = argparse.ArgumentParser(prog="python -m benchmarks.op_counts", description=__doc__.split("\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     bench_training.add_system_options(p)
     p.add_argument("--arch-size", choices=registry.SIZES, default="base")
@@ -164,7 +164,7 @@ def main(argv=None):
     a.out = a.out or result_path(device.type, a.arch_size)
     gi = git_info()
     result = {
-        "benchmark": "kernel operators and host synchronisations per training update (benchmarks/op_counts.py)",
+        "benchmark": "kernel operators and host synchronisations per training update (python -m benchmarks.op_counts)",
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "git_commit": gi["commit"], "git_dirty": gi["dirty"],
         "command": "python -m benchmarks.op_counts " + " ".join(sys.argv[1:] if argv is None else argv),
