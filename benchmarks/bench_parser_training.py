@@ -26,7 +26,7 @@ import time
 
 
 from benchmarks.ptb_shaped import write_treebank
-from benchmarks.run_outputs import default_out, with_folder
+from benchmarks.run_outputs import default_out, write_json
 
 
 def load() -> str:
@@ -118,9 +118,7 @@ def main():
     results.setdefault("runs", {})[a.name] = result
     results["machine"] = {"python": platform.python_version(), "cores": os.cpu_count(),
                           "note": "shared machine: see each run's load averages (1, 5, 15 min)"}
-    with open(with_folder(a.out), "w") as f:
-        json.dump(results, f, indent=2)
-        f.write("\n")
+    write_json(a.out, results)
     print(f"{a.name}: {result['mean_epoch_seconds']} s per epoch ({result['epoch_seconds_per_1000_trees']} s per "
           f"1,000 trees), dev F1 by epoch {[e['dev_f1'] for e in result['epochs']]}, load {result['load_after']} "
           f"-> {a.out}")

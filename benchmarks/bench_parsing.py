@@ -26,7 +26,7 @@ import sys
 import time
 
 
-from benchmarks.run_outputs import default_out, with_folder
+from benchmarks.run_outputs import default_out, write_json
 
 WMT = 4_500_000
 
@@ -125,14 +125,12 @@ def main():
     results.append(measure(a, 1, best, a.shards))
     with open(os.path.join(a.model, "mgsa_parser.json")) as f:
         record = json.load(f)
-    with open(with_folder(a.out), "w") as f:
-        json.dump({"benchmark": "stanza parsing with an mgsa-train-parser model (StanzaParser + parse_lines)",
-                   "input": a.input, "model": {"dir": a.model, "train_trees": record.get("train_trees"),
-                                               "dev": record.get("dev"), "bytes": record.get("bytes")},
-                   "machine": {"python": platform.python_version(), "cores": os.cpu_count(),
-                               "note": "shared machine: see each run's load averages (1, 5, 15 min)"},
-                   "results": results}, f, indent=2)
-        f.write("\n")
+    write_json(a.out, {"benchmark": "stanza parsing with an mgsa-train-parser model (StanzaParser + parse_lines)",
+                       "input": a.input, "model": {"dir": a.model, "train_trees": record.get("train_trees"),
+                                                   "dev": record.get("dev"), "bytes": record.get("bytes")},
+                       "machine": {"python": platform.python_version(), "cores": os.cpu_count(),
+                                   "note": "shared machine: see each run's load averages (1, 5, 15 min)"},
+                       "results": results})
     print(f"wrote {a.out}")
 
 

@@ -20,7 +20,7 @@ import os
 import re
 from datetime import datetime
 
-from benchmarks.run_outputs import default_out, with_folder
+from benchmarks.run_outputs import default_out, write_json
 
 _STAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) INFO: (.*)$")
 
@@ -120,10 +120,8 @@ def main():
         with open(a.out) as f:
             given = {r["name"] for r in runs}
             runs = [r for r in json.load(f)["runs"] if r["name"] not in given] + runs
-    with open(with_folder(a.out), "w") as f:
-        json.dump({"treebank": "NLTK WSJ sample, examples/common/split_treebank.py: 3,114 / 400 / 400 trees",
-                   "runs": runs}, f, indent=1)
-        f.write("\n")
+    write_json(a.out, {"treebank": "NLTK WSJ sample, examples/common/split_treebank.py: 3,114 / 400 / 400 trees",
+                       "runs": runs}, indent=1)
     if a.plot:
         plot(runs, a.plot)
     for r in runs:

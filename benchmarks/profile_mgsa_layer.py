@@ -42,7 +42,6 @@ Results go to benchmarks/runs/mgsa_layer_profile.json (or --out; the committed r
 
 import argparse
 import datetime
-import json
 import os
 import statistics
 import sys
@@ -50,7 +49,7 @@ from collections.abc import Mapping
 
 import torch
 
-from benchmarks.run_outputs import default_out, with_folder
+from benchmarks.run_outputs import default_out, write_json
 from benchmarks.training.timing import clock, interleaved, speed_ratios
 
 MODELS = {"syntactic": "mgsa_transformer_syntactic", "ngram": "mgsa_transformer"}
@@ -214,9 +213,7 @@ def main(argv=None):
                     f"{r['ms (median)']} ms, speed {r['speed ratio vs baseline (paired median)']}"
                     for label, r in row[part].items()), flush=True)
     run["load average at end"] = os.getloadavg()
-    with open(with_folder(a.out), "w") as f:
-        json.dump(run, f, indent=1)
-        f.write("\n")
+    write_json(a.out, run, indent=1)
 
 
 if __name__ == "__main__":

@@ -32,7 +32,6 @@ Results go to benchmarks/runs/pba_profile.json (or --out; the committed results:
 import argparse
 import datetime
 import importlib
-import json
 import os
 import statistics
 import sys
@@ -41,7 +40,7 @@ import types
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from benchmarks.run_outputs import default_out, with_folder
+from benchmarks.run_outputs import default_out, write_json
 from benchmarks.training.timing import clock, interleaved, speed_ratios
 
 PRESETS = ["heterogeneous_convkv", "heterogeneous_queryk", "homogeneous_convkv", "homogeneous_queryk",
@@ -223,9 +222,7 @@ def main(argv=None):
                     print(f"    {label:12s} {op['op']:40s} {op['calls']:5d} calls {op['self CPU ms']:9.3f} ms "
                           f"{op['self CPU memory MB']:9.2f} MB")
     run["load average at end"] = os.getloadavg()
-    with open(with_folder(a.out), "w") as f:
-        json.dump(run, f, indent=1)
-        f.write("\n")
+    write_json(a.out, run, indent=1)
 
 
 if __name__ == "__main__":

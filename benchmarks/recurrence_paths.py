@@ -23,7 +23,7 @@ import torch
 
 from fairseq_mgsa.modules import recurrence_cells, recurrence_loops
 
-from benchmarks.run_outputs import default_out
+from benchmarks.run_outputs import default_out, git_info
 
 WIDTHS = [128, 256, 512, 768, 1024]
 
@@ -103,6 +103,7 @@ def main(argv=None):
     # n-grams of a 27-token sentence) and a long one
     shapes = [(4, 2, 3)] if a.dry_run else [(160, 16, 0), (32, 200, 0)]
     paths = ["cells", "torch"] if a.dry_run else ["loop", "cells", "torch"]
+    commit = git_info()["commit"]  # every line names the code it measured
     out = open(os.path.join(a.out, "recurrence_paths.jsonl"), "a")
     for D in widths:
         Gr = max(1, {128: 3, 256: 3}.get(D, 1))
@@ -111,7 +112,7 @@ def main(argv=None):
                 dtype = dtypes[dname]
                 for B, P, _ in shapes:
                     xg, w, d_out = inputs(Gr, B, P, D, cs, dtype, device)
-                    row = dict(D=D, Gr=Gr, kind=kind, dtype=dname, B=B, P=P, device=str(device))
+                    row = dict(D=D, Gr=Gr, kind=kind, dtype=dname, B=B, P=P, device=str(device), git_commit=commit)
                     for path in paths:
                         os.environ["MGSA_NO_TRITON"] = "1" if path == "torch" else "0"
                         try:

@@ -33,7 +33,7 @@ import tempfile
 import time
 
 
-from benchmarks.run_outputs import default_out, with_folder
+from benchmarks.run_outputs import default_out, write_json
 
 DOC = re.compile(r"<doc\s[^>]*docid=\"?([^\"\s>]+)\"?[^>]*>(.*?)</doc>", re.S | re.I)
 SEG = re.compile(r"<seg\s[^>]*id=\"?([^\"\s>]+)\"?[^>]*>(.*?)</seg>", re.S | re.I)
@@ -165,8 +165,7 @@ def main(argv=None):
         print(f"{name}: {r['sentences']} sentences, {r['words']} words, refused {r['refused']}; phrases {phrases}; "
               f"s per 1,000 sentences: segment {s['segment']}, parse {s['parse']}, align {s['align']} "
               f"(load {r['load']['before'][0]:.2f} -> {r['load']['after'][0]:.2f})")
-    with open(with_folder(a.out), "w", encoding="utf-8") as f:
-        json.dump(result, f, indent=1, ensure_ascii=False)
+    write_json(a.out, result, indent=1, ensure_ascii=False)
     print(f"wrote {a.out}")
 
 

@@ -36,7 +36,8 @@ import torch
 from benchmarks import bench_training, op_counts
 from benchmarks.training import data as bdata
 from benchmarks.training import timing
-from benchmarks.training.env import device_info, git_info
+from benchmarks.run_outputs import git_info
+from benchmarks.training.env import device_info
 from benchmarks.training.report import fmt, render
 from fairseq_mgsa import systems as registry
 from benchmarks.run_outputs import default_out

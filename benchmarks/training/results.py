@@ -16,7 +16,9 @@ from fairseq_mgsa import systems as registry
 from benchmarks import op_counts
 
 from . import memory, report
-from .env import ROOT, CpuPeakMemory, device_info, git_info
+from benchmarks.run_outputs import git_info
+
+from .env import ROOT, CpuPeakMemory, device_info
 
 
 def own_run_figures(system, args, rs, a, tokens, sentences):

@@ -119,4 +119,6 @@ def test_the_runs_folder_is_made_when_first_written(load, tmp_path, monkeypatch,
     bench_preprocess.main(["--sentences", "20"])
     written = json.loads((tmp_path / "runs" / "preprocess.json").read_text())
     assert [(r["form"], r["sentences"]) for r in written["results"]] == [("one-line", 20), ("ptb", 20)]
+    # the result names the code it measured inside it, not in its file name
+    assert written["git_commit"] == (run_outputs.git_info()["commit"] if GIT else None)
     assert f"wrote {tmp_path / 'runs' / 'preprocess.json'}" in capsys.readouterr().out
