@@ -274,18 +274,22 @@ def run(a, chosen, device, out):
         checkpoints = {n: os.path.join(workdir, "checkpoints", f"{n}.pt") for n in names}
         own_tokens = sum(bdata.count_tokens(b, pad) for b in own[a.warmup:])
         own_sentences = bdata.sentences_in(own[a.warmup:])
-        runs = {n: [] for n in names}
-        for r in range(a.repeats):
-            for n in names[r % len(names):] + names[: r % len(names)]:
-                save = None
-                if a.decode and r == a.repeats - 1:
-                    def save(model, n=n):
-                        decoding.save_checkpoint(model, all_args[n], checkpoints[n], len(own))
-                res = timing.train_one(all_args[n], task, own, a, device, mem, save=save)
-                runs[n].append(res)
-                logger.info("[repeat %d/%d] %-24s %7.3f upd/s  %9.0f tok/s  peak %7.0f MB  loss %.3f -> %.3f",
-                            r + 1, a.repeats, n, a.own_updates / res["seconds"], own_tokens / res["seconds"],
-                            res["peak_mem_MB"], res["loss_first"] or 0, res["loss_last"] or 0)
+        done = {n: 0 for n in names}
+
+        def own_run(n, _):
+            done[n] += 1
+            save = None
+            if a.decode and done[n] == a.repeats:  # the last repeat's model is the one decoded
+                def save(model):
+                    decoding.save_checkpoint(model, all_args[n], checkpoints[n], len(own))
+            res = timing.train_one(all_args[n], task, own, a, device, mem, save=save)
+            logger.info("[repeat %d/%d] %-24s %7.3f upd/s  %9.0f tok/s  peak %7.0f MB  loss %.3f -> %.3f",
+                        done[n], a.repeats, n, a.own_updates / res["seconds"], own_tokens / res["seconds"],
+                        res["peak_mem_MB"], res["loss_first"] or 0, res["loss_last"] or 0)
+            return res
+
+        # the repeats in an order rotating from repeat to repeat
+        runs = timing.interleaved(own_run, names, [None], a.repeats)
         results = {s.name: own_run_figures(s, all_args[s.name], runs[s.name], a, own_tokens, own_sentences)
                    for s in chosen}
         if device.type == "cpu":
