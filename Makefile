@@ -20,15 +20,17 @@ test-slow: install
 
 # the tiny size, a quick look: into benchmarks/runs/ (ignored by git), not the committed results
 bench: install
-	$(PYTHON) benchmarks/bench_training.py --arch-size tiny
+	$(PYTHON) -m benchmarks.bench_training --arch-size tiny
 
-# on a machine with a CUDA GPU: every system trained and decoded in half precision, the invariants
-# on the GPU, the benchmark with --fp16 at base size and with bf16 at big size on 16k-token batches
-# (at most 9 minutes on one H100; docs/gpu.md), into gpu-check/
+# on a machine with a CUDA GPU: the GPU check's tests (tests/gpu/check: every system trained and
+# decoded in half precision, the invariants on the GPU), then the benchmark with --fp16 at base size
+# and with bf16 at big size on 16k-token batches (at most 9 minutes on one H100; docs/gpu.md), into
+# gpu-check/; `bash scripts/gpu_check.sh --dry-run` rehearses it on the CPU
 gpu-check:
 	PYTHON=$(PYTHON) bash scripts/gpu_check.sh
 
 # on a machine with a CUDA GPU: the GPU tests (tests/gpu, marker gpu): the fused kernels at the
-# model's widths, attention backends, layers and systems against float32/float64 (docs/gpu.md)
+# model's widths, attention backends, layers and systems against float32/float64 (docs/gpu.md);
+# the GPU check's phases (tests/gpu/check) skip here: make gpu-check runs them
 gpu-test:
 	$(PYTHON) -m pytest -m gpu tests/gpu -v -rs

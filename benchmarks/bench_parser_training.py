@@ -9,10 +9,10 @@ building the model), and per epoch the training and dev-scoring seconds and the 
 (``training/parser_epochs.jsonl``, written as epochs end, so ``--stop-after-epochs K``
 can stop a long run and keep what it measured). Results go to
 ``benchmarks/runs/parser_training.json`` (or ``--out``), one entry per ``--name``; an entry of the
-committed results: ``--out benchmarks/results/parser_training.json``.
+committed results: ``--out docs/results/parser_training.json``.
 
-    python benchmarks/bench_parser_training.py --name defaults
-    python benchmarks/bench_parser_training.py --name old-defaults --stop-after-epochs 1 -- \\
+    python -m benchmarks.bench_parser_training --name defaults
+    python -m benchmarks.bench_parser_training --name old-defaults --stop-after-epochs 1 -- \\
         --parser-batch-size 10 --parser-epochs 20
 """
 
@@ -24,12 +24,9 @@ import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from ptb_shaped import write_treebank  # noqa: E402
-from run_outputs import default_out, with_folder  # noqa: E402
+from benchmarks.ptb_shaped import write_treebank
+from benchmarks.run_outputs import default_out, write_json
 
 
 def load() -> str:
@@ -121,9 +118,7 @@ def main():
     results.setdefault("runs", {})[a.name] = result
     results["machine"] = {"python": platform.python_version(), "cores": os.cpu_count(),
                           "note": "shared machine: see each run's load averages (1, 5, 15 min)"}
-    with open(with_folder(a.out), "w") as f:
-        json.dump(results, f, indent=2)
-        f.write("\n")
+    write_json(a.out, results)
     print(f"{a.name}: {result['mean_epoch_seconds']} s per epoch ({result['epoch_seconds_per_1000_trees']} s per "
           f"1,000 trees), dev F1 by epoch {[e['dev_f1'] for e in result['epochs']]}, load {result['load_after']} "
           f"-> {a.out}")

@@ -11,10 +11,10 @@ behind mgsa-preprocess's parsing and its ``--num-shards``) over their line range
   one machine would), sentences/s per process = sentences / wall time / N.
 
 Prints and writes ``benchmarks/runs/parsing.json`` (or ``--out``; the committed results:
-``--out benchmarks/results/parsing.json``), with the hours that 4.5M sentences (WMT14 en-de)
+``--out docs/results/parsing.json``), with the hours that 4.5M sentences (WMT14 en-de)
 take per process count at the measured rate.
 
-    python benchmarks/bench_parsing.py --model /tmp/mgsa-bench-parser/defaults
+    python -m benchmarks.bench_parsing --model /tmp/mgsa-bench-parser/defaults
 """
 
 import argparse
@@ -25,11 +25,8 @@ import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from run_outputs import default_out, with_folder  # noqa: E402
+from benchmarks.run_outputs import default_out, write_json
 
 WMT = 4_500_000
 
@@ -50,7 +47,7 @@ def worker(a):
 
 
 def quick_model(work: str) -> str:
-    from ptb_shaped import write_treebank
+    from benchmarks.ptb_shaped import write_treebank
 
     data, out = os.path.join(work, "treebank3000"), os.path.join(work, "parser")
     write_treebank(data, (("train", 3000), ("dev", 400), ("test", 0)), seed=1)
@@ -115,7 +112,7 @@ def main():
         return worker(a)
     os.makedirs(a.work, exist_ok=True)
     if a.input is None:
-        from ptb_shaped import write_treebank
+        from benchmarks.ptb_shaped import write_treebank
 
         write_treebank(os.path.join(a.work, "treebank"), (("train", 0), ("dev", 0), ("test", 400)), seed=1)
         a.input = os.path.join(a.work, "treebank", "test.txt")
@@ -128,14 +125,12 @@ def main():
     results.append(measure(a, 1, best, a.shards))
     with open(os.path.join(a.model, "mgsa_parser.json")) as f:
         record = json.load(f)
-    with open(with_folder(a.out), "w") as f:
-        json.dump({"benchmark": "stanza parsing with an mgsa-train-parser model (StanzaParser + parse_lines)",
-                   "input": a.input, "model": {"dir": a.model, "train_trees": record.get("train_trees"),
-                                               "dev": record.get("dev"), "bytes": record.get("bytes")},
-                   "machine": {"python": platform.python_version(), "cores": os.cpu_count(),
-                               "note": "shared machine: see each run's load averages (1, 5, 15 min)"},
-                   "results": results}, f, indent=2)
-        f.write("\n")
+    write_json(a.out, {"benchmark": "stanza parsing with an mgsa-train-parser model (StanzaParser + parse_lines)",
+                       "input": a.input, "model": {"dir": a.model, "train_trees": record.get("train_trees"),
+                                                   "dev": record.get("dev"), "bytes": record.get("bytes")},
+                       "machine": {"python": platform.python_version(), "cores": os.cpu_count(),
+                                   "note": "shared machine: see each run's load averages (1, 5, 15 min)"},
+                       "results": results})
     print(f"wrote {a.out}")
 
 

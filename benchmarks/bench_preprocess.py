@@ -11,28 +11,25 @@ tree forms:
   outer bracket, function tags and indices on labels, ``-NONE-`` traces.
 
 Prints sentences/s per process and writes ``benchmarks/runs/preprocess.json`` (or ``--out``; the
-committed results: ``--out benchmarks/results/preprocess.json``).
+committed results: ``--out docs/results/preprocess.json``).
 Parsing itself (stanza, with a parser made by mgsa-train-parser): benchmarks/bench_parsing.py.
-Usage: ``python benchmarks/bench_preprocess.py [--sentences 100000] [--workers 1]``.
+Usage: ``python -m benchmarks.bench_preprocess [--sentences 100000] [--workers 1]``.
 """
 
 import argparse
-import json
 import os
 import platform
 import random
-import sys
 import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 
-from mgsa_preprocess.binarize import PhraseJob, TagTable, commit_split, write_split  # noqa: E402
-from mgsa_preprocess.phrase_files import tag_dictionary_path  # noqa: E402
-from mgsa_preprocess.report import SplitReport  # noqa: E402
-from mgsa_preprocess.synthetic import Grammar  # noqa: E402
-from run_outputs import default_out, with_folder  # noqa: E402
+from mgsa_preprocess.binarize import PhraseJob, TagTable, commit_split, write_split
+from mgsa_preprocess.phrase_files import tag_dictionary_path
+from mgsa_preprocess.report import SplitReport
+from mgsa_preprocess.synthetic import Grammar
+from benchmarks.run_outputs import default_out, write_json
 
 TARGET = 10_000  # sentences/s per process (issue 3)
 
@@ -114,13 +111,11 @@ def main(argv=None):
         print(f"{form:9s} {r['sentences']} sentences in {r['seconds']:.2f}s: "
               f"{r['sentences_per_second_per_process']} sentences/s per process "
               f"({'meets' if r['meets_target'] else 'BELOW'} the {TARGET}/s target)")
-    with open(with_folder(a.out), "w") as f:
-        json.dump({"benchmark": "mgsa-preprocess CPU path (trees -> phrase files), parser excluded",
-                   "target_sentences_per_second_per_process": TARGET,
-                   "machine": {"python": platform.python_version(), "cpu": platform.processor() or platform.machine(),
-                               "cores": os.cpu_count()},
-                   "results": results}, f, indent=2)
-        f.write("\n")
+    write_json(a.out, {"benchmark": "mgsa-preprocess CPU path (trees -> phrase files), parser excluded",
+                       "target_sentences_per_second_per_process": TARGET,
+                       "machine": {"python": platform.python_version(),
+                                   "cpu": platform.processor() or platform.machine(), "cores": os.cpu_count()},
+                       "results": results})
     print(f"wrote {a.out}")
 
 

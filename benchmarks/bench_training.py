@@ -21,7 +21,7 @@ and label smoothing 0.1 for all):
   system costs exactly its extra arithmetic, above 1 when it spends time on something else
   (small kernels, host work);
 * kernel operators and host synchronisations of a second update on that batch
-  (training/op_counts.py; Adam with foreach, as on a GPU): what a launch-bound GPU step pays
+  (benchmarks/op_counts; Adam with foreach, as on a GPU): what a launch-bound GPU step pays
   for, countable on the CPU; the kernel-operator ratio against the baseline;
 * decoding (unless --no-decode): fairseq-generate --beam 4 of the checkpoint of its own run on
   the test split of the same corpus, every hypothesis --decode-len tokens long
@@ -43,15 +43,15 @@ update, own and interleaved timing, FLOPs), training/decoding.py, training/profi
 training/report.py (paper figures, targets, tables, the README's table), training/env.py
 (device, peak memory on CPU).
 
-    python benchmarks/bench_training.py --arch-size tiny --updates 20
-    python benchmarks/bench_training.py --arch-size base --updates 30 --warmup 3 --max-tokens 1024 --readme
-    python benchmarks/bench_training.py --arch-size base --updates 200 --warmup 20 --fp16 --repeats 3   # GPU
-    python benchmarks/bench_training.py --readme-from benchmarks/results/training_cpu_base.json
+    python -m benchmarks.bench_training --arch-size tiny --updates 20
+    python -m benchmarks.bench_training --arch-size base --updates 30 --warmup 3 --max-tokens 1024 --readme
+    python -m benchmarks.bench_training --arch-size base --updates 200 --warmup 20 --fp16 --repeats 3   # GPU
+    python -m benchmarks.bench_training --readme-from docs/results/training_cpu_base.json
 
 Writes benchmarks/runs/training_<device>_<arch-size>.json (or --out) and appends one line to
 benchmarks/runs/history.jsonl (or --history); git ignores benchmarks/runs/ (run_outputs.py): a
-result to commit is written where asked, --out benchmarks/results/NAME.json --history
-benchmarks/results/history.jsonl. --readme rewrites the table of docs/benchmarks.md (or of the
+result to commit is written where asked, --out docs/results/NAME.json --history
+docs/results/history.jsonl. --readme rewrites the table of docs/benchmarks.md (or of the
 file given, between its bench-training markers) from that JSON. Systems: --systems picks some of the registry;
 --define 'mgsa_lstm=mgsa_ngram --mgsa-interaction lstm' adds a variant of a registered system.
 """
@@ -71,21 +71,20 @@ import time
 import torch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 
-from benchmarks.training import data as bdata  # noqa: E402
-from benchmarks.training import arithmetic, decode_steps, decoding, memory, report, timing  # noqa: E402
-from benchmarks.training.env import CpuPeakMemory, copy_throughput  # noqa: E402
-from benchmarks.training.results import assemble, own_run_figures, print_summary, ratios, write  # noqa: E402
-from fairseq_mgsa import systems as registry  # noqa: E402
-from run_outputs import default_out  # noqa: E402
+from benchmarks.training import data as bdata
+from benchmarks.training import arithmetic, decode_steps, decoding, memory, report, timing
+from benchmarks.training.env import CpuPeakMemory, copy_throughput
+from benchmarks.training.results import assemble, own_run_figures, print_summary, ratios, write
+from fairseq_mgsa import systems as registry
+from benchmarks.run_outputs import default_out
 
 logger = logging.getLogger("bench_training")
 TABLE_FILE = os.path.join(ROOT, "docs", "benchmarks.md")
 
 
 def add_system_options(p):
-    """--systems and --define, as every training benchmark reads them (op_counts.py too)."""
+    """--systems and --define, as every training benchmark reads them (python -m benchmarks.op_counts too)."""
     p.add_argument("--systems", default=",".join(registry.SYSTEMS),
                    help=f"comma-separated, the baseline first is best; registered: {', '.join(registry.SYSTEMS)}")
     p.add_argument("--define", action="append", default=[], metavar="'NAME=SYSTEM ARGS...'",
@@ -275,18 +274,22 @@ def run(a, chosen, device, out):
         checkpoints = {n: os.path.join(workdir, "checkpoints", f"{n}.pt") for n in names}
         own_tokens = sum(bdata.count_tokens(b, pad) for b in own[a.warmup:])
         own_sentences = bdata.sentences_in(own[a.warmup:])
-        runs = {n: [] for n in names}
-        for r in range(a.repeats):
-            for n in names[r % len(names):] + names[: r % len(names)]:
-                save = None
-                if a.decode and r == a.repeats - 1:
-                    def save(model, n=n):
-                        decoding.save_checkpoint(model, all_args[n], checkpoints[n], len(own))
-                res = timing.train_one(all_args[n], task, own, a, device, mem, save=save)
-                runs[n].append(res)
-                logger.info("[repeat %d/%d] %-24s %7.3f upd/s  %9.0f tok/s  peak %7.0f MB  loss %.3f -> %.3f",
-                            r + 1, a.repeats, n, a.own_updates / res["seconds"], own_tokens / res["seconds"],
-                            res["peak_mem_MB"], res["loss_first"] or 0, res["loss_last"] or 0)
+        done = {n: 0 for n in names}
+
+        def own_run(n, _):
+            done[n] += 1
+            save = None
+            if a.decode and done[n] == a.repeats:  # the last repeat's model is the one decoded
+                def save(model):
+                    decoding.save_checkpoint(model, all_args[n], checkpoints[n], len(own))
+            res = timing.train_one(all_args[n], task, own, a, device, mem, save=save)
+            logger.info("[repeat %d/%d] %-24s %7.3f upd/s  %9.0f tok/s  peak %7.0f MB  loss %.3f -> %.3f",
+                        done[n], a.repeats, n, a.own_updates / res["seconds"], own_tokens / res["seconds"],
+                        res["peak_mem_MB"], res["loss_first"] or 0, res["loss_last"] or 0)
+            return res
+
+        # the repeats in an order rotating from repeat to repeat
+        runs = timing.interleaved(own_run, names, [None], a.repeats)
         results = {s.name: own_run_figures(s, all_args[s.name], runs[s.name], a, own_tokens, own_sentences)
                    for s in chosen}
         if device.type == "cpu":

@@ -1,10 +1,10 @@
 """Curves of mgsa-train-parser runs on a real treebank: dev tag accuracy and dev F1 against the minutes
 since the command started, read from each run's directory; results JSON and a plot.
 
-    python benchmarks/parser_wsj_curves.py --run NAME=DIR[:LOG] ... [--out JSON] [--plot PNG] [--append]
+    python -m benchmarks.parser_wsj_curves --run NAME=DIR[:LOG] ... [--out JSON] [--plot PNG] [--append]
 
 --out: default benchmarks/runs/parser_wsj.json; the committed figures (docs/benchmarks-parser.md):
---out benchmarks/results/parser_wsj.json. --append keeps the runs already in that JSON (the model
+--out docs/results/parser_wsj.json. --append keeps the runs already in that JSON (the model
 directories of earlier sessions need not exist any more) and adds or replaces the runs given.
 
 DIR is a directory written by mgsa-train-parser (its mgsa_parser.json, with the test scores of
@@ -20,7 +20,7 @@ import os
 import re
 from datetime import datetime
 
-from run_outputs import default_out, with_folder
+from benchmarks.run_outputs import default_out, write_json
 
 _STAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) INFO: (.*)$")
 
@@ -120,10 +120,8 @@ def main():
         with open(a.out) as f:
             given = {r["name"] for r in runs}
             runs = [r for r in json.load(f)["runs"] if r["name"] not in given] + runs
-    with open(with_folder(a.out), "w") as f:
-        json.dump({"treebank": "NLTK WSJ sample, examples/common/split_treebank.py: 3,114 / 400 / 400 trees",
-                   "runs": runs}, f, indent=1)
-        f.write("\n")
+    write_json(a.out, {"treebank": "NLTK WSJ sample, examples/common/split_treebank.py: 3,114 / 400 / 400 trees",
+                       "runs": runs}, indent=1)
     if a.plot:
         plot(runs, a.plot)
     for r in runs:

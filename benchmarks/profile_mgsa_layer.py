@@ -34,24 +34,23 @@ them stands in for the phrase-tag loss), as in training.
 Only the layers' public constructors and forward signatures are used.
 
     git archive main fairseq_mgsa | tar -x -C /tmp/main
-    python benchmarks/profile_mgsa_layer.py --before /tmp/main
+    python -m benchmarks.profile_mgsa_layer --before /tmp/main
 
 Results go to benchmarks/runs/mgsa_layer_profile.json (or --out; the committed results:
---out benchmarks/results/mgsa_layer_profile.json).
+--out docs/results/mgsa_layer_profile.json).
 """
 
 import argparse
 import datetime
-import json
 import os
 import statistics
 import sys
-import time
 from collections.abc import Mapping
 
 import torch
 
-from run_outputs import default_out, with_folder
+from benchmarks.run_outputs import default_out, write_json
+from benchmarks.training.timing import clock, interleaved, speed_ratios
 
 MODELS = {"syntactic": "mgsa_transformer_syntactic", "ngram": "mgsa_transformer"}
 
@@ -102,18 +101,12 @@ def op_counts(step):
 
 
 def paired_times(steps, iters):
-    """Median ms of every step, run back to back in rotating order, and the median of the
-    per-round ratio steps[0] ms / step ms (the first step is the baseline)."""
+    """Median ms of every step, run back to back in rotating order (timing.interleaved), and the
+    median of its per-round speed ratio against the first step, the baseline."""
     for step in steps:
         step()  # warmup
-    times = [[] for _ in steps]
-    for i in range(iters):
-        for j in range(len(steps)):
-            k = (i + j) % len(steps)
-            t0 = time.perf_counter()
-            steps[k]()
-            times[k].append((time.perf_counter() - t0) * 1000)
-    return [(statistics.median(t), statistics.median(b / x for b, x in zip(times[0], t))) for t in times]
+    times = interleaved(lambda k, _: 1000 * clock(steps[k]), range(len(steps)), range(iters))
+    return [(statistics.median(t), statistics.median(speed_ratios(t, times[0]))) for t in times.values()]
 
 
 def load_before(root):
@@ -220,9 +213,7 @@ def main(argv=None):
                     f"{r['ms (median)']} ms, speed {r['speed ratio vs baseline (paired median)']}"
                     for label, r in row[part].items()), flush=True)
     run["load average at end"] = os.getloadavg()
-    with open(with_folder(a.out), "w") as f:
-        json.dump(run, f, indent=1)
-        f.write("\n")
+    write_json(a.out, run, indent=1)
 
 
 if __name__ == "__main__":

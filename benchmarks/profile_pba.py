@@ -14,34 +14,34 @@ measured, each against fairseq's MultiheadAttention in the same role and on the 
 
 Reported per step: torch.profiler by operator (self CPU time and memory allocated, top --ops
 rows; --ops 0 prints none), the leaf aten op count, and CPU time paired: the modules run back to
-back --iters times in rotating order; the median of each and the median of the per-round ratio
-(module ms / baseline ms) are kept, and the ratio of the FLOPs (torch.utils.flop_counter) gives
-the overhead ratio = time ratio / FLOP ratio (1: the module costs its arithmetic and nothing else).
+back --iters times in rotating order; the median of each and the median of the per-round speed ratio
+(baseline ms / module ms, > 1: faster than MHA) are kept, and the ratio of the FLOPs
+(torch.utils.flop_counter) gives the overhead ratio = time ratio / FLOP ratio, the time ratio
+being the speed ratio's inverse (1: the module costs its arithmetic and nothing else).
 
 With --before DIR (a checkout of an earlier version, e.g. /work/main or `git archive main
 fairseq_mgsa | tar -x -C /tmp/main`), that version's PhraseBasedAttention is measured in the same
 rotation, under another package name (its package __init__, which registers models, is not run).
 
-    python benchmarks/profile_pba.py --before /tmp/main --ops 12
+    python -m benchmarks.profile_pba --before /tmp/main --ops 12
 
 Results go to benchmarks/runs/pba_profile.json (or --out; the committed results:
---out benchmarks/results/pba_profile.json).
+--out docs/results/pba_profile.json).
 """
 
 import argparse
 import datetime
 import importlib
-import json
 import os
 import statistics
 import sys
-import time
 import types
 
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from run_outputs import default_out, with_folder
+from benchmarks.run_outputs import default_out, write_json
+from benchmarks.training.timing import clock, interleaved, speed_ratios
 
 PRESETS = ["heterogeneous_convkv", "heterogeneous_queryk", "homogeneous_convkv", "homogeneous_queryk",
            "interleaved_convkv", "interleaved_queryk"]
@@ -129,19 +129,16 @@ def by_operator(step, top):
 
 
 def paired(steps, iters):
-    """Median ms per step (rotating order) and median per-round ratio step / steps[0]."""
+    """Median ms per step, run back to back in rotating order (timing.interleaved), and the median
+    and quartiles of its per-round speed ratio against steps[0], fairseq's MHA."""
     for s in steps:
         s()
-    times = [[] for _ in steps]
-    for i in range(iters):
-        for j in range(len(steps)):
-            k = (i + j) % len(steps)
-            t0 = time.perf_counter()
-            steps[k]()
-            times[k].append((time.perf_counter() - t0) * 1000)
-    ratios = [[x / b for b, x in zip(times[0], t)] for t in times]
-    return [(statistics.median(t), statistics.median(r), sorted(r)[len(r) // 4], sorted(r)[(3 * len(r)) // 4])
-            for t, r in zip(times, ratios)]
+    times = interleaved(lambda k, _: 1000 * clock(steps[k]), range(len(steps)), range(iters))
+    out = []
+    for t in times.values():
+        r = sorted(speed_ratios(t, times[0]))
+        out.append((statistics.median(t), statistics.median(r), r[len(r) // 4], r[(3 * len(r)) // 4]))
+    return out
 
 
 def measure(preset, a, classes):
@@ -171,11 +168,12 @@ def measure(preset, a, classes):
         timed = paired([fns[k] for k in labels], a.iters)
         fl = {k: flops(fns[k]) for k in labels}
         out[part] = {}
-        for label, (ms, ratio, q1, q3) in zip(labels, timed):
+        for label, (ms, speed, q1, q3) in zip(labels, timed):
             flop_ratio = fl[label] / fl["fairseq MHA"]
-            out[part][label] = {"ms (median)": round(ms, 3), "time ratio vs MHA (paired median)": round(ratio, 3),
-                                "time ratio quartiles": [round(q1, 3), round(q3, 3)], "flops": fl[label],
-                                "flop ratio": round(flop_ratio, 3), "overhead ratio": round(ratio / flop_ratio, 3),
+            # overhead = time ratio / FLOP ratio, the time ratio being the speed ratio's inverse
+            out[part][label] = {"ms (median)": round(ms, 3), "speed ratio vs MHA (paired median)": round(speed, 3),
+                                "speed ratio quartiles": [round(q1, 3), round(q3, 3)], "flops": fl[label],
+                                "flop ratio": round(flop_ratio, 3), "overhead ratio": round(1 / (speed * flop_ratio), 3),
                                 **by_operator(fns[label], a.ops)}
     return out
 
@@ -216,17 +214,15 @@ def main(argv=None):
         res = run["results"][preset] = measure(preset, a, classes)
         for part, row in res.items():
             print(f"{preset} {part}: " + "; ".join(
-                f"{label} {r['ms (median)']} ms, time x{r['time ratio vs MHA (paired median)']} "
-                f"{r['time ratio quartiles']}, flops x{r['flop ratio']}, overhead {r['overhead ratio']}, "
+                f"{label} {r['ms (median)']} ms, speed x{r['speed ratio vs MHA (paired median)']} "
+                f"{r['speed ratio quartiles']}, flops x{r['flop ratio']}, overhead {r['overhead ratio']}, "
                 f"{r['leaf aten ops']} leaf ops, {r['allocated MB']} MB" for label, r in row.items()), flush=True)
             for label, r in row.items():
                 for op in r["top ops"]:
                     print(f"    {label:12s} {op['op']:40s} {op['calls']:5d} calls {op['self CPU ms']:9.3f} ms "
                           f"{op['self CPU memory MB']:9.2f} MB")
     run["load average at end"] = os.getloadavg()
-    with open(with_folder(a.out), "w") as f:
-        json.dump(run, f, indent=1)
-        f.write("\n")
+    write_json(a.out, run, indent=1)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ preprocess/trees.py, which collapses single-word constituents), 31 POS tags, and
 Zipf-distributed vocabulary of invented words (about 12,000 types): the WSJ's
 shape (~25 words, 26-27 labels, large vocabulary), none of its text.
 
-    python benchmarks/ptb_shaped.py --out DIR [--train 3000 --dev 400 --test 400]
+    python -m benchmarks.ptb_shaped --out DIR [--train 3000 --dev 400 --test 400]
 
 writes ``{train,dev,test}.mrg`` (one tree per line) and ``{split}.txt`` (the words).
 Deterministic for a seed.
@@ -19,13 +19,10 @@ import argparse
 import itertools
 import os
 import random
-import sys
 from collections import Counter
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 
-from mgsa_preprocess.synthetic import Node  # noqa: E402
+from mgsa_preprocess.synthetic import Node
 
 # open classes: invented words, Zipf-distributed; closed classes: fixed lists
 OPEN = {"NN": 3000, "NNS": 1500, "NNP": 2500, "NNPS": 200, "JJ": 1500, "JJR": 100, "JJS": 100, "VB": 600,

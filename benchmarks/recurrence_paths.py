@@ -4,8 +4,8 @@ cell a step), and the torch step loop (MGSA_NO_TRITON=1), forward and backward, 
 CUDA events on identical inputs. Also what the loop kernel's compilation needs: shared memory
 per block, registers and spilled bytes per thread (the compiled kernel's metadata).
 
-    python benchmarks/recurrence_paths.py [--out DIR]           # on a CUDA GPU
-    python benchmarks/recurrence_paths.py --out DIR --dry-run   # the code path on the CPU, tiny
+    python -m benchmarks.recurrence_paths [--out DIR]           # on a CUDA GPU
+    python -m benchmarks.recurrence_paths --out DIR --dry-run   # the code path on the CPU, tiny
 
 The widths are those of the heads a granularity feeds: 128 (base, 3 phrase granularities),
 256 (big, 3), 512, 768 (big, one granularity) and 1024 (all 16 heads of the big model in one).
@@ -23,10 +23,7 @@ import torch
 
 from fairseq_mgsa.modules import recurrence_cells, recurrence_loops
 
-try:
-    from run_outputs import default_out  # python benchmarks/recurrence_paths.py: benchmarks/ on sys.path
-except ImportError:  # python -m benchmarks.recurrence_paths
-    from benchmarks.run_outputs import default_out
+from benchmarks.run_outputs import default_out, git_info
 
 WIDTHS = [128, 256, 512, 768, 1024]
 
@@ -106,6 +103,7 @@ def main(argv=None):
     # n-grams of a 27-token sentence) and a long one
     shapes = [(4, 2, 3)] if a.dry_run else [(160, 16, 0), (32, 200, 0)]
     paths = ["cells", "torch"] if a.dry_run else ["loop", "cells", "torch"]
+    commit = git_info()["commit"]  # every line names the code it measured
     out = open(os.path.join(a.out, "recurrence_paths.jsonl"), "a")
     for D in widths:
         Gr = max(1, {128: 3, 256: 3}.get(D, 1))
@@ -114,7 +112,7 @@ def main(argv=None):
                 dtype = dtypes[dname]
                 for B, P, _ in shapes:
                     xg, w, d_out = inputs(Gr, B, P, D, cs, dtype, device)
-                    row = dict(D=D, Gr=Gr, kind=kind, dtype=dname, B=B, P=P, device=str(device))
+                    row = dict(D=D, Gr=Gr, kind=kind, dtype=dname, B=B, P=P, device=str(device), git_commit=commit)
                     for path in paths:
                         os.environ["MGSA_NO_TRITON"] = "1" if path == "torch" else "0"
                         try:

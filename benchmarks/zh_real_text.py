@@ -18,7 +18,7 @@ Prints and writes benchmarks/runs/zh_real_text.json (or ``--out``): per test set
 words, sentences refused and why, phrases per level (and mean words a phrase), and seconds per
 1,000 sentences of each stage, with the load average before and after.
 
-    python benchmarks/zh_real_text.py --parser /work/data/parsers/sinica_zh --t2s \\
+    python -m benchmarks.zh_real_text --parser /work/data/parsers/sinica_zh --t2s \\
         --pair /work/data/wit3/zh-en/IWSLT17.TED.tst2016.zh-en.zh.xml /work/data/wit3/en-zh/IWSLT17.TED.tst2016.en-zh.en.xml
 """
 
@@ -32,11 +32,8 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from run_outputs import default_out, with_folder  # noqa: E402
+from benchmarks.run_outputs import default_out, write_json
 
 DOC = re.compile(r"<doc\s[^>]*docid=\"?([^\"\s>]+)\"?[^>]*>(.*?)</doc>", re.S | re.I)
 SEG = re.compile(r"<seg\s[^>]*id=\"?([^\"\s>]+)\"?[^>]*>(.*?)</seg>", re.S | re.I)
@@ -168,8 +165,7 @@ def main(argv=None):
         print(f"{name}: {r['sentences']} sentences, {r['words']} words, refused {r['refused']}; phrases {phrases}; "
               f"s per 1,000 sentences: segment {s['segment']}, parse {s['parse']}, align {s['align']} "
               f"(load {r['load']['before'][0]:.2f} -> {r['load']['after'][0]:.2f})")
-    with open(with_folder(a.out), "w", encoding="utf-8") as f:
-        json.dump(result, f, indent=1, ensure_ascii=False)
+    write_json(a.out, result, indent=1, ensure_ascii=False)
     print(f"wrote {a.out}")
 
 

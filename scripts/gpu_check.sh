@@ -1,26 +1,30 @@
 #!/usr/bin/env bash
 # The GPU check (`make gpu-check`): does the plugin train and decode on this machine's GPU in
-# half precision, and at what speed? In at most 9 minutes on one H100-class GPU:
+# half precision, and at what speed? In at most 9 minutes on one H100-class GPU. The checks are
+# tests (tests/gpu/check/, marker gpu) that this script runs phase by phase; the speed phases run
+# the training benchmark (python -m benchmarks.bench_training):
 #
-#   env         versions, the GPU
+#   env         versions, the GPU                                   (tests/gpu/check/test_env.py)
 #   data        a corpus from the project's grammar with gold trees, binarized with its phrase files
+#                                                                   (tests/gpu/check/test_data.py)
 #   fp16        every registered system at base size: fairseq-train --fp16 (64 updates), then
-#               fairseq-generate --fp16 of the test split          (done within the first 3 minutes)
+#               fairseq-generate --fp16 of the test split          (done within the first 3 minutes;
+#                                                                   tests/gpu/check/test_training.py)
 #   variants    syntactic MG-SA with --bf16, with --memory-efficient-fp16, and at big size with --fp16
-#               (40 updates each)
+#               (60 updates each)                                   (test_training.py)
 #   invariants  every system on the GPU in float16 and bfloat16: incremental decoding with beam
 #               reorders = the full forward, a sentence's scores the same however it is padded, and
-#               one training step's gradients against the same step in float32
-#   bench       benchmarks/bench_training.py --fp16 at base size, five systems: speed, FLOP, overhead
-#               and memory ratios
+#               one training step's gradients against the same step in float32  (test_invariants.py)
+#   bench       python -m benchmarks.bench_training --fp16 at base size, five systems: speed, FLOP,
+#               overhead and memory ratios
 #   bench_big   the same where users train: big size, bf16 autocast, 16k-token batches of WMT-length
 #               lines, three systems; with each system's share of the GPU's arithmetic rate
-#   summary     a table per phase, the summary table last
+#   summary     a table per phase, the summary table last          (tests/gpu/check/summary.py)
 #
 # Robust to being cut: the phases run one after another, each under its own hard time limit
 # (timeout), and everything a phase measures goes to OUT/results.jsonl (one JSON line a run,
 # written as the run ends) and OUT/logs/ as it happens: a check stopped at any point keeps what
-# it measured, and `python -m benchmarks.gpu_check.cli summary --out OUT` reports it. The whole
+# it measured, and `python -m tests.gpu.check.summary --out OUT` reports it. The whole
 # check takes at most the sum of the limits of the phases it runs (printed at the start).
 # Exit status: 0 when every phase ran and passed.
 #
@@ -30,34 +34,38 @@
 #   --workers N      training processes sharing the GPU in the fp16 and variants phases (default 4,
 #                    the variants phase has 3 runs): a base-size step on a small batch leaves the GPU
 #                    idle while Python prepares the next
-#   --dry-run        on the CPU at the tiny dimensions with a small corpus: the same phases and
-#                    outputs in a few minutes (tests/end_to_end/test_gpu_check.py runs it in CI);
-#                    fp16 runs as fp16 (fairseq's CPU path), bf16 as bf16 (fairseq_mgsa/bf16.py), one process
+#   --dry-run        the CPU rehearsal (MGSA_GPU_TESTS_ON_CPU=1) at the tiny dimensions with a small
+#                    corpus: the same phases and outputs in a few minutes (tests/end_to_end/test_gpu_check.py
+#                    runs it in CI); fp16 runs as fp16 (fairseq's CPU path), bf16 as bf16
+#                    (fairseq_mgsa/bf16.py), one process; refused on a machine with CUDA
 #   --phases LIST    only these phases, comma-separated (env and data are always run)
 #   --limit PHASE=S  another time limit for a phase, in seconds (a slower GPU); the check's
 #                    total follows: it is the sum of the limits
 #   --plan           print the phases with their limits and the total, and the time each phase
 #                    is expected to take on an H100 or H200, and do nothing else
 #
-# PYTHON (default python3) runs everything; the project and fairseq must import in it
+# PYTHON (default python3) runs everything; the project, fairseq and pytest must import in it
 # (docs/gpu.md: installing on a machine without network).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 PY=${PYTHON:-python3}
 
-usage() { sed -n '26,42p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '/^#   bash scripts/,/^# (docs/p' "$0" | sed 's/^# \{0,1\}//'; }
+# the tests of a phase (tests/gpu/check/), their output to the phase's log: fairseq's logging as
+# it happens (-s, no log capture)
+CHECK_TESTS=("$PY" -m pytest -m gpu -p no:cacheprovider -p no:logging -s -q -rfEs)
 
 # the training workers of a phase (the script calls itself under the phase's time limit):
 # each restarted while it exits 3 (a CUDA error spoilt its process) for the runs left
 if [ "${1:-}" = "--worker-group" ]; then
-  phase=$2 rc=0 pids=() DRY_FLAG=()
-  [ "$DRY" = 1 ] && DRY_FLAG=(--dry-run)
+  phase=$2 rc=0 pids=()
   for ((i = 0; i < WORKERS; i++)); do
     (
       while :; do
-        "$PY" -m benchmarks.gpu_check.cli train --out "$OUT" --phase "$phase" --worker "$i/$WORKERS" \
-          "${DRY_FLAG[@]}" >> "$OUT/logs/$phase.worker$i.log" 2>&1
+        MGSA_GPU_CHECK_WORKER="$i/$WORKERS" "${CHECK_TESTS[@]}" "tests/gpu/check/test_training.py::test_$phase" \
+          >> "$OUT/logs/$phase.worker$i.log" 2>&1
         r=$?
+        [ "$r" -eq 5 ] && exit 0  # pytest collected nothing: no run is this worker's
         [ "$r" -eq 3 ] || exit "$r"
         echo "[gpu-check] $phase worker $i: device error, restarting it for the runs left" >&2
       done
@@ -101,13 +109,12 @@ done
 # env + data + fp16 end within the first 3 minutes, the whole check within 9 (538 s of limits,
 # about 396 s expected).
 if [ "$DRY" = 1 ]; then
-  DRY_FLAG=(--dry-run) WORKERS=1
+  WORKERS=1
   declare -A LIMIT=([env]=60 [data]=90 [fp16]=240 [variants]=90 [invariants]=90 [bench]=150 [bench_big]=150)
   BENCH=(--arch-size tiny --updates 2 --warmup 1 --max-tokens 512 --systems "transformer,mgsa_syntactic" --threads 1)
   BENCH_BIG=(--arch-size tiny --updates 2 --warmup 1 --own-updates 1 --max-tokens 1024 --train-sentences 400
              --systems "transformer,mgsa_syntactic" --threads 1)
 else
-  DRY_FLAG=()
   declare -A LIMIT=([env]=14 [data]=16 [fp16]=131 [variants]=72 [invariants]=102 [bench]=116 [bench_big]=87)
   declare -A EXPECT=([env]=8 [data]=10 [fp16]=98 [variants]=52 [invariants]=76 [bench]=87 [bench_big]=65)
   # the base-size benchmark of five systems (the Transformer, both MG-SA kinds, HySAN, one PBA:
@@ -147,7 +154,9 @@ if [ -e "$OUT/results.jsonl" ]; then
 fi
 mkdir -p "$OUT/logs" || exit 1
 OUT=$(cd "$OUT" && pwd)
-export OUT PY DRY
+export OUT PY DRY MGSA_GPU_CHECK_OUT=$OUT
+# the rehearsal on the CPU (tests/gpu/conftest.py); a machine with CUDA refuses it
+if [ "$DRY" = 1 ]; then export MGSA_GPU_TESTS_ON_CPU=1; else unset MGSA_GPU_TESTS_ON_CPU; fi
 echo "$PLAN_LINE"
 
 start=$(date +%s)
@@ -169,18 +178,18 @@ phase() {  # NAME COMMAND...: runs COMMAND under the phase's limit, logs to OUT/
 }
 
 DEVICE=cuda; [ "$DRY" = 1 ] && DEVICE=cpu
-phase env "$PY" -m benchmarks.gpu_check.cli env --out "$OUT" "${DRY_FLAG[@]}" || {
+phase env "${CHECK_TESTS[@]}" tests/gpu/check/test_env.py || {
   tail -n 5 "$OUT/logs/env.log"; echo "[gpu-check] the environment is not ready: stopping"; exit 1; }
-phase data "$PY" -m benchmarks.gpu_check.cli data --out "$OUT" "${DRY_FLAG[@]}" || {
+phase data "${CHECK_TESTS[@]}" tests/gpu/check/test_data.py || {
   tail -n 15 "$OUT/logs/data.log"; echo "[gpu-check] no corpus: stopping"; exit 1; }
 phase fp16 env WORKERS="$WORKERS" bash "$0" --worker-group fp16
 phase variants env WORKERS=$((WORKERS < 3 ? WORKERS : 3)) bash "$0" --worker-group variants
-phase invariants "$PY" -m benchmarks.gpu_check.cli invariants --out "$OUT" "${DRY_FLAG[@]}"
-phase bench "$PY" benchmarks/bench_training.py --fp16 --data "$OUT/data-bin" --no-decode --history '' \
+phase invariants "${CHECK_TESTS[@]}" tests/gpu/check/test_invariants.py
+phase bench "$PY" -m benchmarks.bench_training --fp16 --data "$OUT/data-bin" --no-decode --history '' \
   --out "$OUT/training_${DEVICE}_$([ "$DRY" = 1 ] && echo tiny || echo base).json" "${BENCH[@]}"
-phase bench_big "$PY" benchmarks/bench_training.py --bf16 --sentences-per-line 2 --no-decode --history '' \
+phase bench_big "$PY" -m benchmarks.bench_training --bf16 --sentences-per-line 2 --no-decode --history '' \
   --decode-sentences 8 --out "$OUT/bench_big_${DEVICE}_$([ "$DRY" = 1 ] && echo tiny || echo big).json" "${BENCH_BIG[@]}"
 echo "[gpu-check] $(( $(date +%s) - start )) s in all"
 echo
-"$PY" -m benchmarks.gpu_check.cli summary --out "$OUT" | tee "$OUT/summary.txt"
+"$PY" -m tests.gpu.check.summary --out "$OUT" | tee "$OUT/summary.txt"
 exit "${PIPESTATUS[0]}"

@@ -19,9 +19,10 @@ LOCK=requirements/lock-py3.12.txt
 DEST=.whl
 
 # fairseq, what it imports that such a machine lacks, and the project's own imports on the check's
-# path (found by rehearsing the install in a bare venv: docs/gpu.md); none of the machine's own
-# packages, which a copy in --target would shadow
-PACKAGES=(fairseq-fixed hydra-core omegaconf bitarray sacremoses subword-nmt)
+# path (found by rehearsing the install in a bare venv: docs/gpu.md); pytest and what it imports
+# (the check's phases are tests: tests/gpu/check); none of the machine's own packages, which a
+# copy in --target would shadow
+PACKAGES=(fairseq-fixed hydra-core omegaconf bitarray sacremoses subword-nmt pytest pluggy iniconfig Pygments)
 SDIST_ONLY=(antlr4-python3-runtime)
 
 version() {

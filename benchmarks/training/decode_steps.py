@@ -17,14 +17,13 @@ batches) and decodes through `task.inference_step`, the call fairseq-generate ti
 """
 
 import logging
-import time
 
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from .decoding import generate_command
 from .env import sync
-from .timing import paired
+from .timing import clock, interleaved, paired
 
 logger = logging.getLogger("bench_training")
 
@@ -83,20 +82,15 @@ def count_flops(dec):
 def time_interleaved(decoders, rounds):
     """{name: [seconds of each (round, batch)]}: every batch decoded by every system back to
     back, order rotating; one untimed pass over the batches first (the FLOP count is one)."""
-    names = list(decoders)
+    def measure(n, i):
+        dec = decoders[n]
+        sync(dec.device)
+        seconds = clock(dec.decode, dec.batches[i])
+        sync(dec.device)
+        return seconds
+
     n_batches = len(next(iter(decoders.values())).batches)
-    times = {n: [] for n in names}
-    j = 0
-    for _ in range(rounds):
-        for i in range(n_batches):
-            for n in names[j % len(names):] + names[: j % len(names)]:
-                dec = decoders[n]
-                sync(dec.device)
-                t0 = time.perf_counter()
-                dec.decode(dec.batches[i])
-                sync(dec.device)
-                times[n].append(time.perf_counter() - t0)
-            j += 1
+    times = interleaved(measure, decoders, range(n_batches), rounds)
     return times
 
 

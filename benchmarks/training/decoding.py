@@ -19,6 +19,8 @@ import statistics
 import subprocess
 import sys
 
+from .timing import interleaved, speed_ratios
+
 TRANSLATED = re.compile(r"Translated ([\d,]+) sentences \(([\d,]+) tokens\) in ([\d.]+)s "
                         r"\(([\d.]+) sentences/s, ([\d.]+) tokens/s\)")
 
@@ -64,13 +66,10 @@ def decode_all(systems, checkpoints, data, user_dir, a, device, length, baseline
     env = dict(os.environ, OMP_NUM_THREADS=str(a.threads or os.environ.get("OMP_NUM_THREADS", "") or 1))
     env["PYTHONPATH"] = os.pathsep.join(p for p in (os.path.dirname(user_dir), env.get("PYTHONPATH")) if p)
     names = [s.name for s in systems]
-    runs = {n: [] for n in names}
-    for r in range(a.decode_rounds):
-        for n in names[r % len(names):] + names[: r % len(names)]:
-            system = next(s for s in systems if s.name == n)
-            cmd = generate_command(system, data, user_dir, checkpoints[n], length, a.decode_batch_size,
-                                   device, a.fp16)
-            runs[n].append(run_generate(cmd, env))
+    by_name = {s.name: s for s in systems}
+    runs = interleaved(lambda n, _: run_generate(generate_command(by_name[n], data, user_dir, checkpoints[n], length,
+                                                                  a.decode_batch_size, device, a.fp16), env),
+                       names, [None], a.decode_rounds)
     out = {}
     for n in names:
         rs = runs[n]
@@ -80,7 +79,7 @@ def decode_all(systems, checkpoints, data, user_dir, a, device, length, baseline
                   "sentences_per_s": statistics.median(x["sentences_per_s"] for x in rs),
                   "sentences_per_s_runs": [x["sentences_per_s"] for x in rs]}
         if baseline in runs:
-            ratios = [b["seconds"] / x["seconds"] for b, x in zip(runs[baseline], rs)]
+            ratios = speed_ratios([x["seconds"] for x in rs], [b["seconds"] for b in runs[baseline]])
             out[n]["speed_ratio_median"] = statistics.median(ratios)
             out[n]["speed_ratio_runs"] = ratios
     return out

@@ -5,22 +5,10 @@ import gc
 import os
 import platform
 import resource
-import subprocess
 
 import torch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def git_info():
-    def git(*a):
-        try:
-            return subprocess.run(["git", "-C", ROOT, *a], capture_output=True, text=True,
-                                  timeout=20).stdout.strip()
-        except Exception:
-            return ""
-    return {"commit": git("rev-parse", "HEAD") or None,
-            "dirty": bool(git("status", "--porcelain", "--untracked-files=no"))}
 
 
 def cpu_name():

@@ -39,7 +39,7 @@ TARGETS = {
     "mem_ratio_max": {name: 1.10 for name in MGSA},
     "overhead_ratio_max": {name: 1.15 for name in MGSA + PEERS},
     "decode_overhead_ratio_max": {name: 1.15 for name in MGSA + PEERS},
-    # kernel operators per update over the baseline's (training/op_counts.py): the GPU's cost
+    # kernel operators per update over the baseline's (benchmarks/op_counts): the GPU's cost
     # where a step is launch-bound; PBA's against its FLOP ratio, since it adds arithmetic
     "kernel_op_ratio_max": {name: 1.15 for name in MGSA + ("hysan",)},
     "kernel_op_per_flop_ratio_max": {name: 1.10 for name in PEERS if name.startswith("pba_")},
@@ -216,7 +216,7 @@ def readme_table(report):
         f"(+{c['warmup']} warm-up) of max_tokens {c['max_tokens']} on identical batches"
         + (", all systems interleaved on every batch" if interleaved else "")
         + ("; kernel operators and host synchronisations of one update on the first batch, forward, backward and "
-           "Adam with foreach (benchmarks/training/op_counts.py)" if any(
+           "Adam with foreach (benchmarks/op_counts)" if any(
                r.get("kernel_ops") is not None for r in report["systems"].values()) else "") + "; "
         + (f"decoding: --beam 4 on {dc['sentences']} test sentences, every hypothesis {dc['length']} tokens "
            f"(--min-len = --max-len-b), fairseq-generate {dc['rounds']} interleaved round(s)"

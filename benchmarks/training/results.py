@@ -13,8 +13,12 @@ import torch
 
 from fairseq_mgsa import systems as registry
 
-from . import memory, op_counts, report
-from .env import ROOT, CpuPeakMemory, device_info, git_info
+from benchmarks import op_counts
+
+from . import memory, report
+from benchmarks.run_outputs import git_info
+
+from .env import ROOT, CpuPeakMemory, device_info
 
 
 def own_run_figures(system, args, rs, a, tokens, sentences):
@@ -80,7 +84,7 @@ def assemble(a, chosen, results, targets, profile, decode_cfg, phrases, task, de
 
     gi = git_info()
     failed = [f"{n}:{t}" for n, checks in targets.items() for t, c in checks.items() if c["pass"] is False]
-    command = "python benchmarks/bench_training.py " + shlex.join(
+    command = "python -m benchmarks.bench_training " + shlex.join(
         x for x in sys.argv[1:] if not x.startswith("--readme")) if sys.argv[0].endswith("bench_training.py") else ""
     result = {
         "benchmark": "training and decoding speed of the registered systems, identical batches "

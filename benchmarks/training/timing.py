@@ -54,7 +54,7 @@ def no_phase(name):
 def optimizer(model, a, device, foreach=None):
     """(torch.optim.Adam as every system trains with, the GradScaler of --fp16 or None).
     foreach=None: torch's default, the foreach implementation on a GPU, a loop over the
-    parameters on the CPU; the operator count (op_counts.py) asks for foreach on both."""
+    parameters on the CPU; the operator count (benchmarks/op_counts) asks for foreach on both."""
     opt = torch.optim.Adam(model.parameters(), lr=a.lr, betas=(0.9, 0.98), eps=1e-8, foreach=foreach)
     # float16's narrow range: the loss scaled up before backward, updates with inf/NaN gradients skipped
     scaler = torch.amp.GradScaler(device.type) if a.amp_dtype == "fp16" else None
@@ -162,20 +162,45 @@ def train_interleaved(names, all_args, task, batches, a, device, baseline=None):
     for i in warm:
         for n in names:
             trainers[n][1](trainers[n][2][i])
-    times = {n: [] for n in names}
-    timed = list(range(a.warmup, len(batches)))
-    rounds, target = max(1, getattr(a, "rounds", 1)), getattr(a, "ci_target", 0.0)
-    for r in range(rounds):
-        for j, i in enumerate(timed):
-            k = (r * len(timed) + j) % len(names)
-            for n in names[k:] + names[:k]:
-                _, step, model_batches_, _ = trainers[n]
-                times[n].append(timed_update(step, model_batches_[i], device))
-        if target and baseline in times and r + 1 < rounds and within(times, baseline, target):
-            break
+    target = getattr(a, "ci_target", 0.0)
+    times = interleaved(lambda n, i: timed_update(trainers[n][1], trainers[n][2][i], device), names,
+                        range(a.warmup, len(batches)), max(1, getattr(a, "rounds", 1)),
+                        stop=(lambda t: baseline in t and within(t, baseline, target)) if target else None)
     del trainers
     gc.collect()
     return times
+
+
+def interleaved(measure, names, items, rounds=1, stop=None):
+    """Paired measurements, the one way every benchmark here times its systems against each other:
+    {name: [measure(name, item) for each round and item]}, every item measured for every name back
+    to back, in an order that rotates from item to item (and on across rounds), so that a machine
+    whose speed drifts slows them alike and the i-th values of two names form a pair. stop(times),
+    called after each round but the last, ends the rounds early when true."""
+    names = list(names)
+    items = list(items)
+    times = {n: [] for n in names}
+    for r in range(rounds):
+        for j, item in enumerate(items):
+            k = (r * len(items) + j) % len(names)
+            for n in names[k:] + names[:k]:
+                times[n].append(measure(n, item))
+        if stop is not None and r + 1 < rounds and stop(times):
+            break
+    return times
+
+
+def clock(fn, *args):
+    """Seconds of fn(*args) by the host's clock."""
+    t0 = time.perf_counter()
+    fn(*args)
+    return time.perf_counter() - t0
+
+
+def speed_ratios(times, baseline):
+    """The speed ratio of each pair: the baseline's time / the system's time (> 1: the system is
+    faster). The benchmarks' one direction; a time ratio, where one is reported, is its inverse."""
+    return [b / m for m, b in zip(times, baseline)]
 
 
 def timed_update(step, sample, device):
@@ -183,9 +208,7 @@ def timed_update(step, sample, device):
     timer), the host's clock elsewhere; the device idle before it starts."""
     sync(device)
     if device.type != "cuda":
-        t0 = time.perf_counter()
-        step(sample)
-        return time.perf_counter() - t0
+        return clock(step, sample)
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
     step(sample)
@@ -201,7 +224,7 @@ def within(times, baseline, target, resamples=500):
             continue
         if len(t) < 8:  # too few pairs for an interval
             return False
-        speed = [b / m for m, b in zip(t, times[baseline])]
+        speed = speed_ratios(t, times[baseline])
         lo, hi = bootstrap_median_ci(speed, resamples)
         if (hi - lo) / 2 > target * statistics.median(speed):
             return False
@@ -214,8 +237,8 @@ def paired(times, baseline, resamples=2000):
     time, the speed ratio from total times, and the median speed ratio with its interval over
     the batches (how far the median itself can be trusted: a target is decided only where the
     interval clears it)."""
-    ratios = [m / b for m, b in zip(times, baseline)]
-    speed = [b / m for m, b in zip(times, baseline)]
+    speed = speed_ratios(times, baseline)
+    ratios = [m / b for m, b in zip(times, baseline)]  # the time ratio: the inverse of each pair's speed ratio
     q = statistics.quantiles(ratios, n=4, method="inclusive") if len(ratios) > 1 else [ratios[0]] * 3
     return {"time_ratio_median": statistics.median(ratios), "time_ratio_q1": q[0], "time_ratio_q3": q[2],
             "time_ratio_ci95": bootstrap_median_ci(ratios, resamples),
@@ -240,11 +263,11 @@ def flops_per_update(args, task, sample, a, device, count_ops=False, by_module=F
     dominates a Transformer); element-wise work (activations, gates of an LSTM cell beyond its
     matrix products, normalisation, softmax) is not counted. With count_ops, "ops" holds the
     kernel operators and host synchronisations of a second update on the same sample
-    (op_counts.py; on the CPU with the model's device choices as on a GPU), the optimizer
+    (benchmarks/op_counts; on the CPU with the model's device choices as on a GPU), the optimizer
     Adam with foreach in both."""
     from torch.utils.flop_counter import FlopCounterMode
 
-    from .op_counts import as_on_gpu, count_update
+    from benchmarks.op_counts import as_on_gpu, count_update
 
     model, criterion = build(args, task, device)
     model.train()

@@ -2,15 +2,11 @@
 product's rate, and each system's achieved rate and shares, against a computation written here."""
 
 import statistics
-import sys
 
 import pytest
 import torch
 
-from tests.paths import ROOT
-
-sys.path.insert(0, ROOT)
-from benchmarks.training import arithmetic  # noqa: E402
+from benchmarks.training import arithmetic
 
 CUDA = torch.device("cuda")
 

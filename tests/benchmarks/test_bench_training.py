@@ -33,12 +33,12 @@ def run(tmp_path_factory):
     readme = tmp / "README.md"
     readme.write_text(README)
     out, history = tmp / "result.json", tmp / "history.jsonl"
-    cmd = [sys.executable, os.path.join(ROOT, "benchmarks", "bench_training.py"), "--arch-size", "tiny",
+    cmd = [sys.executable, "-m", "benchmarks.bench_training", "--arch-size", "tiny",
            "--systems", ",".join(SYSTEMS), "--updates", "2", "--warmup", "1", "--max-tokens", "1024",
            "--train-sentences", "300", "--decode-sentences", str(TEST_SENTENCES), "--decode-rounds", "1",
            "--decode-batch-size", str(DECODE_BATCH), "--decode-step-rounds", str(STEP_ROUNDS), "--threads", "1", "--out", str(out), "--history", str(history), "--readme", str(readme)]
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=checkout_pythonpath())
-    proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.run(cmd, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert proc.returncode == 0, proc.stdout[-5000:]
     return dict(result=json.loads(out.read_text()), history=history.read_text().splitlines(),
                 readme=readme.read_text(), stdout=proc.stdout)
@@ -166,8 +166,7 @@ def test_decoding_flops_per_token_and_paired_decoding_times(run):
 
 
 def test_overhead_targets_are_decided_only_where_the_interval_clears_them():
-    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
-    from training import report
+    from benchmarks.training import report
 
     def check(value, ci):
         r = {"overhead_ratio": value, "overhead_ratio_ci95": ci, "mem_ratio": None, "param_overhead_M": None,
@@ -190,9 +189,8 @@ def test_overhead_targets_are_decided_only_where_the_interval_clears_them():
 
 def test_docs_page_holds_the_table_markers(tmp_path):
     """--readme's default target: docs/benchmarks.md, rewritten between its markers."""
-    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
-    import bench_training
-    from training import report
+    from benchmarks import bench_training
+    from benchmarks.training import report
 
     assert bench_training.get_parser().parse_args(["--readme"]).readme == os.path.join(ROOT, "docs", "benchmarks.md")
     page = tmp_path / "benchmarks.md"

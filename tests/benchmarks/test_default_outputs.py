@@ -1,22 +1,24 @@
 """Where the benchmark scripts write when no path is given: benchmarks/runs/ (run_outputs.py), a folder
-git ignores, never a tracked file of the checkout (the committed results in benchmarks/results/ change
-only when a path there is given). The scripts are loaded as `python benchmarks/X.py` runs them: with
-benchmarks/ first on sys.path."""
+git ignores, never a tracked file of the checkout (the committed results in docs/results/ change
+only when a path there is given). The scripts are imported as `python -m benchmarks.X` runs them."""
 
 import glob
-import importlib.util
+import importlib
 import json
 import os
 import subprocess
+import sys
 
 import pytest
 
-from tests.paths import ROOT
+from tests.paths import ROOT, checkout_pythonpath
 
 BENCHMARKS = os.path.join(ROOT, "benchmarks")
-HELPERS = {"ptb_shaped", "run_outputs"}  # modules the scripts import, not scripts
-SCRIPTS = sorted(name for name in (os.path.basename(p)[:-3] for p in glob.glob(os.path.join(BENCHMARKS, "*.py")))
-                 if name not in HELPERS)
+HELPERS = {"__init__", "ptb_shaped", "run_outputs"}  # modules the scripts import, not scripts
+# a script: a module of benchmarks/ or a package with a __main__.py (op_counts)
+SCRIPTS = sorted([name for name in (os.path.basename(p)[:-3] for p in glob.glob(os.path.join(BENCHMARKS, "*.py")))
+                  if name not in HELPERS]
+                 + [os.path.basename(os.path.dirname(p)) for p in glob.glob(os.path.join(BENCHMARKS, "*", "__main__.py"))])
 # the files each script writes; every one must default into benchmarks/runs/
 WRITTEN = {"bench_training": ["out", "history"], "bench_parser_training": ["out"], "bench_parsing": ["out"],
            "bench_preprocess": ["out"], "parser_wsj_curves": ["out"], "profile_mgsa_layer": ["out"],
@@ -35,20 +37,15 @@ GIT = in_git_checkout()
 
 
 @pytest.fixture
-def load(monkeypatch):
-    monkeypatch.syspath_prepend(BENCHMARKS)
-
+def load():
     def load(script):
-        spec = importlib.util.spec_from_file_location(f"benchmark_script_{script}",
-                                                      os.path.join(BENCHMARKS, script + ".py"))
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
+        main = os.path.join(BENCHMARKS, script, "__main__.py")
+        return importlib.import_module(f"benchmarks.{script}" + (".__main__" if os.path.exists(main) else ""))
     return load
 
 
 def runs_folder():
-    import run_outputs  # the module the scripts imported (benchmarks/ is on sys.path)
+    from benchmarks import run_outputs  # the module the scripts import
     return run_outputs.RUNS
 
 
@@ -63,6 +60,20 @@ def assert_run_output(path):
         tracked = subprocess.run(["git", "-C", ROOT, "ls-files", "--", rel], capture_output=True, text=True,
                                  check=True).stdout
         assert not tracked, f"{rel} is a tracked file"
+
+
+def test_the_scripts_edit_no_import_path():
+    """They run as `python -m benchmarks.X` from the checkout's root: nothing puts a folder on sys.path."""
+    for path in glob.glob(os.path.join(BENCHMARKS, "**", "*.py"), recursive=True):
+        text = open(path, encoding="utf-8").read()
+        assert "sys.path.insert" not in text and "sys.path.append" not in text, path
+
+
+@pytest.mark.parametrize("script", ["bench_training", "op_counts"])
+def test_a_script_runs_as_a_module(script):
+    proc = subprocess.run([sys.executable, "-m", f"benchmarks.{script}", "--help"], cwd=ROOT,
+                          env=dict(os.environ, PYTHONPATH=checkout_pythonpath()), capture_output=True, text=True)
+    assert proc.returncode == 0 and "usage:" in proc.stdout, proc.stderr[-2000:]
 
 
 def test_every_script_is_checked():
@@ -102,10 +113,12 @@ def test_training_results_default_into_the_runs_folder(load):
 
 def test_the_runs_folder_is_made_when_first_written(load, tmp_path, monkeypatch, capsys):
     bench_preprocess = load("bench_preprocess")
-    import run_outputs
+    from benchmarks import run_outputs
 
     monkeypatch.setattr(run_outputs, "RUNS", str(tmp_path / "runs"))
     bench_preprocess.main(["--sentences", "20"])
     written = json.loads((tmp_path / "runs" / "preprocess.json").read_text())
     assert [(r["form"], r["sentences"]) for r in written["results"]] == [("one-line", 20), ("ptb", 20)]
+    # the result names the code it measured inside it, not in its file name
+    assert written["git_commit"] == (run_outputs.git_info()["commit"] if GIT else None)
     assert f"wrote {tmp_path / 'runs' / 'preprocess.json'}" in capsys.readouterr().out

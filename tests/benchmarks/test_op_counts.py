@@ -1,4 +1,4 @@
-"""The operator and synchronisation counter (benchmarks/training/op_counts.py) on hand-made
+"""The operator and synchronisation counter (benchmarks/op_counts) on hand-made
 functions whose counts are known, then on every registered system: none may make the host wait
 for the device more often per training update than the Transformer does."""
 
@@ -11,7 +11,8 @@ import pytest
 import torch
 
 from benchmarks.training import data as bdata
-from benchmarks.training import op_counts, timing
+from benchmarks import op_counts
+from benchmarks.training import timing
 from fairseq_mgsa import systems as registry
 from tests.fairseq_runs import USER_DIR, make_data_bin
 from tests.paths import ROOT

@@ -13,4 +13,5 @@ def test_the_dry_run_writes_a_line_a_measurement(tmp_path):
                                                                for d in ("fp32", "bf16")}
     for r in rows:
         assert not [k for k in r if k.endswith("_error")], r
+        assert "git_commit" in r  # the code it measured, inside the result
         assert all(r[f"{p}_{d}_ms"] > 0 for p in ("cells", "torch") for d in ("fwd", "bwd")), r

@@ -2,15 +2,15 @@
 decoding with beam reorders (copies, drops, a finished sentence) equals the full forward, a
 sentence's scores do not depend on how its batch is padded, and one training step's gradients
 in the float type are those of the same step in float32; in float32 and in float16 (.half() on
-the CPU). The same code (benchmarks/gpu_check/invariants.py) runs on the GPU in
+the CPU). The same code (tests/gpu/check/invariants.py) runs on the GPU in
 scripts/gpu_check.sh."""
 
 import pytest
 import torch
 
-from benchmarks.gpu_check import invariants
 from fairseq_mgsa import systems as registry
 from tests.fairseq_runs import TINY, USER_DIR, make_data_bin
+from tests.gpu.check import invariants
 
 
 @pytest.fixture(scope="module")

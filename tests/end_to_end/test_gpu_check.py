@@ -257,14 +257,14 @@ def inner(update, loss, scale=128):
      "minimum loss scale reached"),
 ])
 def test_each_check_of_a_run_can_fail(lines, problem):
-    from benchmarks.gpu_check import runs
+    from tests.gpu.check import runs
 
     fig = runs.training_figures(lines, 20)
     assert problem in runs.problems_of(fig, 20, hyps=16, n_test=16)
 
 
 def test_a_missing_hypothesis_fails_the_run():
-    from benchmarks.gpu_check import runs
+    from tests.gpu.check import runs
 
     fig = runs.training_figures([inner(10, 8.0), inner(20, 4.0)], 20)
     assert fig["overflow_skips"] == 0 and fig["loss_scale_last"] == 128
@@ -275,7 +275,7 @@ def test_a_missing_hypothesis_fails_the_run():
 def test_the_last_update_is_read_from_the_epoch_line():
     """64 updates logged every 10: the last per-interval line says 60, fairseq's end-of-epoch line
     64 (the first H200 run of these settings reported every run 'stopped at update 60 of 64')."""
-    from benchmarks.gpu_check import runs
+    from tests.gpu.check import runs
 
     epoch = '2026-01-01 00:00:00 | INFO | train | {"epoch": 3, "train_loss": "5.0", "train_num_updates": "64"}'
     lines = [inner(10, 8.0), inner(60, 5.0), epoch]

@@ -9,10 +9,10 @@ import copy
 import pytest
 import torch
 
-from benchmarks.gpu_check import invariants
 from fairseq_mgsa import systems as registry
 from fairseq_mgsa.modules import MultiGranularitySelfAttention
 from tests.fairseq_runs import USER_DIR, make_data_bin
+from tests.gpu.check import invariants
 
 from .batches import SYNTACTIC, assert_within, lengths_of_batch, relative_errors, syntactic_batch
 

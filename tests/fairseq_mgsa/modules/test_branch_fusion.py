@@ -66,7 +66,7 @@ def test_the_fast_gate_under_bfloat16_autocast_matches_the_reference():
 @pytest.mark.parametrize("fast", [False, True])
 def test_operator_count(fast):
     """The hand-written backward launches fewer operators than autograd's (op_counts.py counts)."""
-    from benchmarks.training.op_counts import count
+    from benchmarks.op_counts import count
 
     fusion, outputs = fusion_and_outputs(torch.float32)
 

@@ -187,9 +187,9 @@ def test_fused_composition_takes_memory_efficient_attention_on_cuda(dtype):
 
 
 def test_fused_composition_launches_fewer_operators():
-    """Forward and backward, counted as benchmarks/op_counts.py counts them (on the CPU the
+    """Forward and backward, counted as benchmarks/op_counts counts them (on the CPU the
     attention takes the math path, where D != C: the GPU's is one fused kernel each way)."""
-    from benchmarks.training.op_counts import count
+    from benchmarks.op_counts import count
 
     mask = padding_mask(left=True)
     phrase_index, P = phrases(mask, 3)

@@ -4,13 +4,13 @@ the CPU in a minute: the part of benchmarks/bench_training.py that predicts GPU 
 
 The same corpus and batches as bench_training.py (its defaults give the same first batch), every
 system's model from the same seed, one uncounted update on the first batch, then the update
-counted (benchmarks/training/op_counts.py gives the rules: forward, backward and
+counted (__init__.py gives the rules: forward, backward and
 torch.optim.Adam(foreach=True), views, bare allocations and host-side scalar work left out).
 
-    python benchmarks/op_counts.py --arch-size base --systems transformer,hysan
-    python benchmarks/op_counts.py --arch-size base --where --top 15 --systems mgsa_syntactic
-    python benchmarks/op_counts.py --arch-size base --out benchmarks/results/op_counts_before.json
-    python benchmarks/op_counts.py --arch-size base --by-module 20 --systems hysan
+    python -m benchmarks.op_counts --arch-size base --systems transformer,hysan
+    python -m benchmarks.op_counts --arch-size base --where --top 15 --systems mgsa_syntactic
+    python -m benchmarks.op_counts --arch-size base --out docs/results/op_counts_cpu_base_before_issue43.json
+    python -m benchmarks.op_counts --arch-size base --by-module 20 --systems hysan
 
 --where lists every synchronisation by the line of Python that asked for it; --top N the most
 frequent kernel operators; --by-module N the N modules that run the most (the innermost module
@@ -32,22 +32,21 @@ import time
 
 import torch
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 
-import bench_training  # noqa: E402
-from benchmarks.training import data as bdata  # noqa: E402
-from benchmarks.training import op_counts, timing  # noqa: E402
-from benchmarks.training.env import device_info, git_info  # noqa: E402
-from benchmarks.training.report import fmt, render  # noqa: E402
-from fairseq_mgsa import systems as registry  # noqa: E402
-from run_outputs import default_out  # noqa: E402
+from benchmarks import bench_training, op_counts
+from benchmarks.training import data as bdata
+from benchmarks.training import timing
+from benchmarks.run_outputs import git_info
+from benchmarks.training.env import device_info
+from benchmarks.training.report import fmt, render
+from fairseq_mgsa import systems as registry
+from benchmarks.run_outputs import default_out
 
 logger = logging.getLogger("op_counts")
 
 
 def get_parser():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+    p = argparse.ArgumentParser(prog="python -m benchmarks.op_counts", description=__doc__.split("\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     bench_training.add_system_options(p)
     p.add_argument("--arch-size", choices=registry.SIZES, default="base")
@@ -166,10 +165,10 @@ def main(argv=None):
     a.out = a.out or result_path(device.type, a.arch_size)
     gi = git_info()
     result = {
-        "benchmark": "kernel operators and host synchronisations per training update (benchmarks/op_counts.py)",
+        "benchmark": "kernel operators and host synchronisations per training update (python -m benchmarks.op_counts)",
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "git_commit": gi["commit"], "git_dirty": gi["dirty"],
-        "command": "python benchmarks/op_counts.py " + " ".join(sys.argv[1:] if argv is None else argv),
+        "command": "python -m benchmarks.op_counts " + " ".join(sys.argv[1:] if argv is None else argv),
         "versions": {"python": platform.python_version(), "torch": torch.__version__},
         "device": {**device_info(device), "load_avg_1min": {"start": load_start, "end": os.getloadavg()[0]}},
         "config": {"arch_size": a.arch_size, "max_tokens": a.max_tokens, "batch": size, "seed": a.seed,

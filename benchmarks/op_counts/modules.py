@@ -1,4 +1,4 @@
-"""Which module runs an operator, forward and backward: op_counts.py's `--by-module` breakdown.
+"""Which module runs an operator, forward and backward: `python -m benchmarks.op_counts --by-module`'s breakdown.
 
 Forward: the innermost module whose forward is running (global module hooks keep a stack).
 Backward: the module whose forward made the autograd node being run. When a module's forward

@@ -1,5 +1,5 @@
 """Invariants of a whole model, for every registered system, on any device and float type: the
-GPU check runs them on the GPU in half precision, tests/benchmarks/test_system_invariants.py on the CPU in
+GPU check runs them on the GPU in half precision (test_invariants.py), tests/benchmarks/test_system_invariants.py on the CPU in
 float32 and float16.
 
 * incremental decoding: fairseq's beam search feeds the decoder one token a step with its

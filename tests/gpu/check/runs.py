@@ -22,8 +22,6 @@ from typing import List
 from fairseq_mgsa import systems as registry
 from fairseq_mgsa.clean_exit import stop_prefetching_threads
 
-from . import records
-
 LOSS_FALL = 0.9     # the last logged training loss must be <= this times the first
 MAX_SKIPPED = 0.1   # fp16 overflow skips allowed, as a share of the updates
 OVERFLOW = "gradient overflow detected"
@@ -307,19 +305,3 @@ def run_one(run: Run, data, user_dir, out_dir, s, n_test):
     except Exception:
         pass
     return rec
-
-
-def run_phase(phase, data, user_dir, out_dir, s, n_test, worker=0, workers=1):
-    """The runs of `phase` that this worker owns (every `workers`-th), skipping those with a
-    result already (a restarted worker). Returns 3 after a device error (the CUDA context of this
-    process is then unusable: scripts/gpu_check.sh starts the worker again for the rest), else 0."""
-    done = records.finished(out_dir, "run")
-    for run in phase_runs(phase)[worker::workers]:
-        if run.name in done:
-            continue
-        records.append(out_dir, {"kind": "start", "phase": phase, "name": run.name})
-        rec = records.append(out_dir, run_one(run, data, user_dir, out_dir, s, n_test))
-        logging.getLogger("gpu_check").info("%s %s %s", rec["status"], run.name, "; ".join(rec["problems"]))
-        if rec["device_error"]:
-            return 3
-    return 0

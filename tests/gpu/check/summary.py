@@ -177,3 +177,18 @@ def summary(out):
               + (f"; over 75% of its time limit: {', '.join(over)}" if over else "; every phase that ran within 75% "
                  "of its time limit"), table(final)]
     return "\n".join(lines), ok
+
+
+def main(argv=None):
+    """python -m tests.gpu.check.summary --out OUT: the report; exit 0 when every phase passed."""
+    import argparse
+
+    p = argparse.ArgumentParser(prog="python -m tests.gpu.check.summary", description=main.__doc__)
+    p.add_argument("--out", required=True, help="the check's output folder")
+    text, ok = summary(p.parse_args(argv).out)
+    print(text)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,5 +1,6 @@
 """What a GPU pays for in one training update, counted on any machine, the CPU included: the
-aten operators that run a kernel on the device, and the host-device synchronisations.
+aten operators that run a kernel on the device, and the host-device synchronisations (the
+counter; `python -m benchmarks.op_counts`, __main__.py, prints them for the registered systems).
 
 At the benchmark's batch sizes a GPU update is bound by kernel launches and by the host
 waiting for the device, not by arithmetic (docs/benchmarks.md, "Operators and
@@ -121,7 +122,7 @@ class OpCounter(TorchDispatchMode):
 
     def __init__(self, device="cpu", modules=None):
         super().__init__()
-        # an op_modules.ModuleSites (entered by the caller): kernel operators also counted by
+        # a modules.ModuleSites (entered by the caller): kernel operators also counted by
         # the module running them, forward and backward
         self.modules = modules
         self.by_module = collections.Counter()     # (phase, module, op name) -> count
@@ -314,10 +315,10 @@ def count_update(step, sample, device, modules=()):
     """The summary of one training update `step(sample, phase)` (timing.update_step's
     signature), split into forward, backward and optimizer; given modules (the model, the
     criterion), "by_module" holds the kernel operators per submodule of them
-    (OpCounter.module_summary, op_modules.py)."""
+    (OpCounter.module_summary, modules.py)."""
     tracker = None
     if modules:
-        from .op_modules import ModuleSites
+        from .modules import ModuleSites
         tracker = ModuleSites(*modules)
     counter = OpCounter(device, modules=tracker)
     with tracker or contextlib.nullcontext(), counter:
@@ -330,7 +331,7 @@ def count_update(step, sample, device, modules=()):
 
 RULES = ("aten operators dispatched in one training update (forward, backward, torch.optim.Adam(foreach=True) "
          "step) on the first batch, after one uncounted update on it (the optimizer's state and the models' caches "
-         "made), counted below autograd (benchmarks/training/op_counts.py); left out: views (no write, output on an "
+         "made), counted below autograd (benchmarks/op_counts); left out: views (no write, output on an "
          "input's storage), bare allocations, host-side scalar work, operators returning no tensor; a foreach "
          "operator counts once; on the CPU as a GPU runs it: dropout one native_dropout, the plugin's device "
          "choices as on a GPU (as_on_gpu). host_syncs: .item()/int()/bool() of device data, equal, is_nonzero, nonzero, "
