@@ -23,11 +23,11 @@ from fairseq.models import register_model
 from fairseq.models.transformer import TransformerDecoderBase, TransformerEncoderBase
 
 from ..errors import MGSAError
-from ..modules.branch_fusion import FUSIONS
-from ..modules.hybrid_attention import Branch, HybridMultiheadAttention, parse_branches
-from ..modules.mask_cache import MaskCache
-from ..modules.hysan_layers import HySANDecoderLayer, HySANEncoderLayer
-from ..modules.relative_layers import RelativeDecoderLayer, RelativeEncoderLayer
+from ..modules.hysan.branch_fusion import FUSIONS
+from ..modules.hysan.attention import Branch, HybridMultiheadAttention, parse_branches
+from ..modules.shared.mask_cache import MaskCache
+from ..modules.hysan.layers import HySANDecoderLayer, HySANEncoderLayer
+from ..modules.relative.layers import RelativeDecoderLayer, RelativeEncoderLayer
 from .base import SIZES, MethodTransformerModel, parse_layers, wrap_layer
 from .relative_transformer import HELP as RELATIVE_HELP, check_relative_options
 

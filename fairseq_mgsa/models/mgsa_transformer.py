@@ -18,10 +18,10 @@ from mgsa_preprocess.phrase_files import tag_dictionary_path
 from torch import Tensor
 
 from ..errors import MGSAError
-from ..modules.granularities import SYNTACTIC, Granularities, Granularity
-from ..modules.mgsa_encoder_layer import MGSAEncoderLayer
-from ..modules.partition import Partition, build_partitions
-from ..modules.phrase_memory import ComposedPhrases
+from ..modules.mgsa.granularities import SYNTACTIC, Granularities, Granularity
+from ..modules.mgsa.encoder_layer import MGSAEncoderLayer
+from ..modules.mgsa.partition import Partition, build_partitions
+from ..modules.mgsa.phrase_memory import ComposedPhrases
 from .base import SIZES, MethodTransformerModel, parse_layers, wrap_layer
 
 

@@ -15,9 +15,9 @@ from fairseq.models import register_model
 from fairseq.models.transformer import TransformerDecoderBase, TransformerEncoderBase
 
 from ..errors import MGSAError
-from ..modules.pba_layers import PBADecoderLayer, PBAEncoderLayer
-from ..modules.mask_cache import MaskCache
-from ..modules.phrase_based_attention import ROLES, PhraseBasedAttention, check_pba_config
+from ..modules.pba.layers import PBADecoderLayer, PBAEncoderLayer
+from ..modules.shared.mask_cache import MaskCache
+from ..modules.pba.attention import ROLES, PhraseBasedAttention, check_pba_config
 from .base import SIZES, MethodTransformerModel, parse_layers, wrap_layer
 
 

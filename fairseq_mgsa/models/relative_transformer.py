@@ -16,7 +16,7 @@ from fairseq.models import register_model
 from fairseq.models.transformer import TransformerDecoderBase, TransformerEncoderBase
 
 from ..errors import MGSAError
-from ..modules.relative_layers import RelativeDecoderLayer, RelativeEncoderLayer
+from ..modules.relative.layers import RelativeDecoderLayer, RelativeEncoderLayer
 from .base import SIZES, MethodTransformerModel, wrap_layer
 
 HELP = ("clipping distance k of the relative position representations: keys further than k positions away "

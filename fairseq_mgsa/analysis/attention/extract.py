@@ -15,10 +15,10 @@ import torch
 import torch.nn as nn
 from fairseq.data import data_utils
 
-from ...modules.granularities import SYNTACTIC, WORD, Granularity
-from ...modules.hybrid_attention import HybridMultiheadAttention
-from ...modules.multi_granularity_attention import MultiGranularitySelfAttention
-from ...modules.phrase_based_attention import HOMOGENEOUS, PhraseBasedAttention
+from ...modules.mgsa.granularities import SYNTACTIC, WORD, Granularity
+from ...modules.hysan.attention import HybridMultiheadAttention
+from ...modules.mgsa.attention import MultiGranularitySelfAttention
+from ...modules.pba.attention import HOMOGENEOUS, PhraseBasedAttention
 from .recorder import AttentionRecorder
 
 

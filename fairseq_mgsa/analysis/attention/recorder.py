@@ -8,9 +8,9 @@ import torch
 import torch.nn as nn
 from fairseq.modules import MultiheadAttention
 
-from ...modules.hybrid_attention import HybridMultiheadAttention
-from ...modules.multi_granularity_attention import MultiGranularitySelfAttention
-from ...modules.phrase_based_attention import PhraseBasedAttention
+from ...modules.hysan.attention import HybridMultiheadAttention
+from ...modules.mgsa.attention import MultiGranularitySelfAttention
+from ...modules.pba.attention import PhraseBasedAttention
 
 
 class AttentionRecorder:

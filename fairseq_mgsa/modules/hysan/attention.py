@@ -28,7 +28,7 @@ softmax over E with the stacked masks (B*H x l x T x S), one product with V.
 
 The masks depend only on the branches and the lengths: they are built once per shape and
 device (stacked_masks), and their combination with the key padding and fairseq's attn_mask
-once per forward of a stack (the encoder's or decoder's layers share a MaskCache, mask_cache.py: fairseq
+once per forward of a stack (the encoder's or decoder's layers share a MaskCache, shared/mask_cache.py: fairseq
 hands every layer the same padding and attn_mask tensors). Nothing on the way waits for the
 device: no decision depends on a tensor's values.
 
@@ -50,9 +50,9 @@ from fairseq import utils
 from fairseq.modules import MultiheadAttention
 from torch import Tensor
 
-from ..errors import MGSAError
+from ...errors import MGSAError
 from .branch_fusion import BranchFusion
-from .mask_cache import MaskCache
+from ..shared.mask_cache import MaskCache
 
 BRANCH = re.compile(r"^(global|forward|backward|fw|bw|local(\d+))$")
 ALIASES = {"fw": "forward", "bw": "backward"}
@@ -284,7 +284,7 @@ class HybridMultiheadAttention(MultiheadAttention):
                             key_padding_mask: Optional[Tensor], attn_mask: Optional[Tensor]) -> Tensor:
         """The explicit path's branches (scores, softmax, P V, fusion) for a full forward, recomputed
         in the backward pass as fused_branches recomputes its own: the path of a module without the
-        fused one (relative positions, hybrid_relative.py). Returns f(O_1, ..., O_l), T x B x C."""
+        fused one (relative positions, relative.py). Returns f(O_1, ..., O_l), T x B x C."""
         from torch.utils.checkpoint import checkpoint
 
         bsz = query.size(1)

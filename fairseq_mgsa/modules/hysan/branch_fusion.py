@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
-from ..errors import MGSAError
+from ...errors import MGSAError
 
 FUSIONS = ("add", "concat", "gate")
 GATE_PARAMETERS = {"f1_weight": ("f1", "weight"), "f1_bias": ("f1", "bias"),

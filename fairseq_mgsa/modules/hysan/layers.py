@@ -11,9 +11,9 @@ from typing import List
 
 from fairseq.modules.transformer_layer import TransformerDecoderLayerBase, TransformerEncoderLayerBase
 
-from ..errors import MGSAError
-from .hybrid_attention import Branch, HybridMultiheadAttention
-from .hybrid_relative import RelativeHybridMultiheadAttention
+from ...errors import MGSAError
+from .attention import Branch, HybridMultiheadAttention
+from .relative import RelativeHybridMultiheadAttention
 
 
 def hybrid_attention(layer, cfg, embed_dim: int, heads: int, branches: List[Branch],

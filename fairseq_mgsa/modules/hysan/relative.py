@@ -2,7 +2,7 @@
 its branches are compatible with Shaw et al.'s; this is the combination, for trying it).
 
 The relative key term q_i a^K_ij^T / sqrt(d) enters the one score matrix E that every branch
-shares, before the branches' masks are added (hybrid_attention.py), and every branch's output
+shares, before the branches' masks are added (attention.py), and every branch's output
 gets its own sum_j p_ij a^V_ij beside sum_j p_ij v_j. The a^V term needs the probabilities, which
 torch's fused attention does not give back, so every forward takes HySAN's explicit path (one
 softmax over E with the stacked masks, one product with V; under --hysan-recompute recomputed in
@@ -13,8 +13,8 @@ from typing import List, Optional, Tuple
 
 from torch import Tensor
 
-from .hybrid_attention import Branch, HybridMultiheadAttention
-from .relative_attention import RelativePositions, relative_scores
+from .attention import Branch, HybridMultiheadAttention
+from ..relative.attention import RelativePositions, relative_scores
 
 
 class RelativeHybridMultiheadAttention(HybridMultiheadAttention):

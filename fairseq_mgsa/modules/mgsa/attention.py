@@ -36,7 +36,7 @@ import torch.nn.functional as F
 from fairseq.modules import MultiheadAttention
 from torch import Tensor
 
-from ..errors import MGSAError
+from ...errors import MGSAError
 from .granularities import WORD, Granularities
 from .partition import Partition, stack_slices
 from .phrase_memory import ComposedPhrases, PhraseMemory

@@ -40,7 +40,7 @@ import torch.nn as nn
 from torch import Tensor
 from torch.nn.utils.rnn import PackedSequence
 
-from ..errors import MGSAError
+from ...errors import MGSAError
 from .san_attention import san_attention
 
 

@@ -11,7 +11,7 @@ from fairseq.modules.transformer_layer import TransformerEncoderLayerBase
 from torch import Tensor
 
 from .granularities import Granularities
-from .multi_granularity_attention import MultiGranularitySelfAttention
+from .attention import MultiGranularitySelfAttention
 from .partition import Partition
 
 

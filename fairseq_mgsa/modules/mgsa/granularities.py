@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Tuple, Union
 
-from ..errors import MGSAError
+from ...errors import MGSAError
 
 WORD, NGRAM, SYNTACTIC = "word", "ngram", "syn"
 _NAMES = re.compile(r"^(?:(word)|(ngram)([1-9][0-9]*)|(syn)([1-9][0-9]*))$")

@@ -17,7 +17,7 @@ map takes their states back to the model's width, as the paper's parameter count
 
 No library kernel covers per-granularity weights (nn.LSTM takes one weight set), so the
 steps are written here, twice: `forward` runs them through the hand-written recurrence of
-recurrence.py (no autograd recording per step, one kernel each way on a GPU), every granularity over
+ops/recurrence.py (no autograd recording per step, one kernel each way on a GPU), every granularity over
 all P steps, a granularity's slots past its phrase count zeroed after; `forward_reference`
 is the plain autograd version, which also skips a granularity's steps past its phrase count
 (`phases`), kept as the reference the tests compare with (and used with `fast = False`).
@@ -33,8 +33,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch import Tensor
 
-from ..errors import MGSAError
-from .recurrence import recurrence
+from ...errors import MGSAError
+from ...ops.recurrence import recurrence
 
 
 def cumax(x: Tensor) -> Tensor:

@@ -28,7 +28,7 @@ from typing import Dict, List, NamedTuple, Optional, Sequence
 import torch
 from torch import Tensor
 
-from ..errors import MGSAError
+from ...errors import MGSAError
 from .granularities import NGRAM, Granularities
 
 

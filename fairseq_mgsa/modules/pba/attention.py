@@ -14,7 +14,7 @@ k_proj, v_proj, out_proj), so a unigram-only module loads a MultiheadAttention s
 It is not a MultiheadAttention subclass: its incremental state holds n-gram keys, the
 recent layer inputs and, for the interleaved cross attention, the previous query input,
 and every entry must follow the beam (docs/peers.md, incremental decoding). That bookkeeping is
-phrase_based_decoding.py's (PhraseBasedDecoding); this file holds the attention itself.
+decoding.py's (PhraseBasedDecoding); this file holds the attention itself.
 """
 
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -27,11 +27,11 @@ from fairseq.incremental_decoding_utils import with_incremental_state
 from fairseq.modules.fairseq_dropout import FairseqDropout
 from torch import Tensor
 
-from ..errors import MGSAError
+from ...errors import MGSAError
 from .ngram_convolution import NGramConv, ngram_invalid, spread_over_tokens, zero_pads
-from .mask_cache import MaskCache
-from .phrase_based_batched import PhraseBasedBatched, _heads
-from .phrase_based_decoding import PhraseBasedDecoding
+from ..shared.mask_cache import MaskCache
+from .batched import PhraseBasedBatched, _heads
+from .decoding import PhraseBasedDecoding
 
 CONVKV, QUERYK = "convkv", "queryk"
 HOMOGENEOUS, HETEROGENEOUS, INTERLEAVED = "homogeneous", "heterogeneous", "interleaved"
@@ -264,7 +264,7 @@ class PhraseBasedAttention(PhraseBasedDecoding, PhraseBasedBatched, nn.Module):
         beam > 1: q has B*beam rows of one position and kv one row per sentence (B): a sentence's
         hypotheses are its query positions (B x h x beam x e), so its keys are never copied.
         step (a decoding step, T = 1): keys and values, the whole decoding state, are used block by
-        block and never concatenated. A full forward is full_forward's (phrase_based_batched.py);
+        block and never concatenated. A full forward is full_forward's (batched.py);
         step=False, the plain form it replaced, is the reference its tests compare with."""
         if beam > 1:  # (B*beam) x h x 1 x e -> B x h x beam x e
             q = {n: t.reshape(-1, beam, t.size(1), t.size(-1)).transpose(1, 2) for n, t in q.items()}

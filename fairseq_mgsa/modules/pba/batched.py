@@ -1,5 +1,5 @@
 """The full forward of phrase-based attention (training, scoring) as a few batched operations
-(PhraseBasedAttention; docs/benchmarks-pba.md, issue 43). A decoding step is phrase_based_decoding.py's.
+(PhraseBasedAttention; docs/benchmarks-pba.md, issue 43). A decoding step is decoding.py's.
 
 On a GPU a training update at the base size is bound by the number of kernels it launches, not by
 arithmetic, so the n-gram sizes, the head groups and the interleaved mode's two query streams are
@@ -16,7 +16,7 @@ batched instead of looped over:
   torch's scaled_dot_product_attention (fused kernels on a GPU);
 * the interleaved mode's strided convolution over (.., b'_t, u_t, b'_{t+1}, ..) reads the
   attention output as it comes, rows (t, bigram), (t, unigram);
-* the masks come from MaskCache (pba_masks.py): built once per batch, not in every layer.
+* the masks come from MaskCache (masks.py): built once per batch, not in every layer.
 
 The same numbers as the plain form (per-block products, concatenated logits; kept as the tests'
 reference) up to float rounding; with attention dropout the random draw differs (the same
@@ -32,7 +32,7 @@ from fairseq import utils
 from torch import Tensor
 
 from .ngram_convolution import NGramConv
-from .pba_masks import additive_mask, bigram_rows_invalid, key_invalid
+from .masks import additive_mask, bigram_rows_invalid, key_invalid
 
 
 def _cat(tensors: Sequence[Tensor], dim: int) -> Tensor:
@@ -97,7 +97,7 @@ class PhraseBasedBatched:
     def full_masks(self, pad_kv: Optional[Tensor], pad_q: Optional[Tensor], attn_mask: Optional[Tensor],
                    B: int, T: int, S: int, dtype: torch.dtype, device) -> Dict[str, Optional[Tensor]]:
         """From MaskCache: real (B x S, key tokens), keep (B x S x 1 in dtype, homogeneous
-        mode: zeros at pads before the n-gram convolutions), logits (the additive mask, pba_masks,
+        mode: zeros at pads before the n-gram convolutions), logits (the additive mask, masks.py,
         in the products' dtype: autocast's where it is on), rows_invalid (interleaved: the zeroed
         bigram rows)."""
         homogeneous = self.mode == "homogeneous"

@@ -5,7 +5,7 @@ A step keeps, batch-first, the last layer inputs of the query side (the n-gram k
 interleaved bigram queries need them), the n-gram keys and values appended so far (decoder
 self attention) or computed once (cross attention: encoder-side, one row per sentence after
 set_beam_size), and every entry follows the beam. The attention itself, and the keys and
-queries of the newest position, are PhraseBasedAttention's (phrase_based_attention.py).
+queries of the newest position, are PhraseBasedAttention's (attention.py).
 """
 
 from typing import Dict, Optional

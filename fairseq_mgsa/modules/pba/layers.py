@@ -11,7 +11,7 @@ from typing import Collection, List
 
 from fairseq.modules.transformer_layer import TransformerDecoderLayerBase, TransformerEncoderLayerBase
 
-from .phrase_based_attention import PhraseBasedAttention
+from .attention import PhraseBasedAttention
 
 
 def phrase_based_attention(cfg, embed_dim: int, heads: int, ngrams: List[int], role: str,

@@ -3,7 +3,7 @@
 Every layer of a stack receives the same padding and causal masks (fairseq hands each layer the
 same tensors), so the n-gram validity, the causal mask repeated over the n-gram blocks and the
 rows of the interleaved bigram queries are the same in every layer: the stack's MaskCache
-(mask_cache.py) builds them for the first layer and hands them to the others.
+(shared/mask_cache.py) builds them for the first layer and hands them to the others.
 """
 
 from typing import Optional, Sequence

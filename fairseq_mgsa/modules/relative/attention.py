@@ -26,7 +26,7 @@ from fairseq import utils
 from fairseq.modules import MultiheadAttention
 from torch import Tensor, nn
 
-from ..errors import MGSAError
+from ...errors import MGSAError
 
 
 @functools.lru_cache(maxsize=64)  # a few training lengths; decoding steps pass through

@@ -1,5 +1,5 @@
 """fairseq's Transformer layers with self-attention over relative position representations
-(relative_attention.py): the self-attention of the encoder or decoder layer becomes a
+(attention.py): the self-attention of the encoder or decoder layer becomes a
 RelativeMultiheadAttention with the clipping distance cfg.max_relative_positions;
 cross-attention, FFN, residuals and norms are fairseq's TransformerEncoderLayerBase /
 TransformerDecoderLayerBase.
@@ -7,8 +7,8 @@ TransformerDecoderLayerBase.
 
 from fairseq.modules.transformer_layer import TransformerDecoderLayerBase, TransformerEncoderLayerBase
 
-from ..errors import MGSAError
-from .relative_attention import RelativeMultiheadAttention
+from ...errors import MGSAError
+from .attention import RelativeMultiheadAttention
 
 
 def relative_attention(layer, cfg, embed_dim: int, heads: int) -> RelativeMultiheadAttention:

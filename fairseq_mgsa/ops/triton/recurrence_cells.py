@@ -1,7 +1,7 @@
-"""Triton kernels of the recurrences' element-wise step (recurrence_cells.py has the torch
+"""Triton kernels of the recurrences' element-wise step (ops/recurrence.py has the torch
 arithmetic they fuse, and the layouts): one program per (granularity, sentence) row, the row's
 gates in float32 registers. Imported only where Triton is (CUDA builds of torch ship it). On a
-GPU they run where the whole-loop kernels (recurrence_triton_loop.py) do not: float64 states,
+GPU they run where the whole-loop kernels (recurrence_loop.py) do not: float64 states,
 a launch per step and direction; the loop kernels share their _tanh and their layout of the
 ON-LSTM's master gates.
 

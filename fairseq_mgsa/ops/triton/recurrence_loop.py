@@ -1,6 +1,6 @@
 """Triton kernels that run the whole phrase-interaction recurrence in one launch each way
-(recurrence_loops.py has the operators and the torch step loop these kernels reproduce;
-recurrence_cells.py the cell arithmetic and the layouts). Imported only where Triton is.
+(ops/recurrence.py has the torch step loop these kernels reproduce, the cell arithmetic and
+the layouts; ops/recurrence_path.py the operators that call them). Imported only where Triton is.
 
 The rows of a recurrence are independent and W is only read, so a program owns BLOCK_B
 sentences of one granularity and walks all P steps with no other program to wait for:
@@ -19,7 +19,7 @@ dtype where the loop stores them (baddbmm's and bmm's outputs, the cells' output
 products read float32 copies of the operands: "ieee" for float32 states (no TF32), "tf32"
 for float16 / bfloat16 ones, exact there since a half value fits TF32's mantissa (and the
 interpreter has no bfloat16 product). The ON-LSTM's master gates are formed at neuron
-resolution, as in recurrence_triton.py: each neuron reads its chunk's row of W and of xg,
+resolution, as in triton/recurrence_cells.py: each neuron reads its chunk's row of W and of xg,
 and a chunk counts once (at its first neuron) in the softmax and the cumulative sums.
 """
 
@@ -27,8 +27,8 @@ import torch
 import triton
 import triton.language as tl
 
-from . import recurrence_path
-from .recurrence_triton import _tanh
+from .. import recurrence_path
+from .recurrence_cells import _tanh
 
 # what changes from batch to batch is left unspecialised: one compilation per model
 LOOP_ARGS = ["B", "P", "sxg", "sxb", "sxp", "sdg", "sdb", "sdp"]

@@ -1,7 +1,7 @@
-"""The hand-written recurrence (modules/recurrence.py, the default) against the plain one
+"""The hand-written recurrence (ops/recurrence.py, the default) against the plain one
 recorded by autograd (StackedRecurrence.forward_reference), forward and gradients, and the
-fused Triton cells (modules/recurrence_triton.py) against the torch cells
-(test_recurrence_triton_loop.py: the whole-loop kernels against the torch step loop).
+fused Triton cells (ops/triton/recurrence_cells.py) against the torch cells
+(test_recurrence_loop.py: the whole-loop kernels against the torch step loop).
 
 The Triton tests run where Triton imports: on a GPU for real, on the CPU through Triton's
 interpreter (TRITON_INTERPRET=1 set before Triton is imported, e.g.
@@ -15,9 +15,9 @@ import sys
 import pytest
 import torch
 
-from fairseq_mgsa.modules import recurrence_cells, recurrence_path
-from fairseq_mgsa.modules.interaction import build_interaction
-from fairseq_mgsa.modules.recurrence import recurrence
+from fairseq_mgsa.ops import recurrence as torch_cells, recurrence_path
+from fairseq_mgsa.modules.mgsa.interaction import build_interaction
+from fairseq_mgsa.ops.recurrence import recurrence
 
 # (kind, Gr, B, P, embed_dim, dim, chunk_size, phrase counts Gr x B)
 SHAPES = [
@@ -130,13 +130,13 @@ def triton_or_skip(device):
         pytest.skip("no GPU: Triton runs on the CPU through its interpreter, TRITON_INTERPRET=1")
     if device == "cpu":
         interpret_loops_on_numpy_2()
-    from fairseq_mgsa.modules import recurrence_triton
-    return recurrence_triton
+    from fairseq_mgsa.ops.triton import recurrence_cells
+    return recurrence_cells
 
 
 def interpret_loops_on_numpy_2():
     """Triton 3.6's interpreter holds a scalar as a one-element array and makes a loop bound an
-    int with int(array), which numpy >= 2.4 refuses: the loop kernels (recurrence_triton_loop.py)
+    int with int(array), which numpy >= 2.4 refuses: the loop kernels (ops/triton/recurrence_loop.py)
     run `for t in range(0, P)`. The compiler has no such step; this gives the interpreter .item()."""
     from triton.runtime import interpreter
 
@@ -167,12 +167,12 @@ def test_triton_cells_equal_torch_cells(device, chunk_size, D, dtype):
     dh = torch.randn(2, 3, 4, D, device=device).to(dtype)[:, :, 1]
     if chunk_size:
         fused, plain_ = (lambda *a: kernels.onlstm_cell(*a, chunk_size),
-                         lambda *a: recurrence_cells.onlstm_cell_torch(*a, chunk_size))
+                         lambda *a: torch_cells.onlstm_cell_torch(*a, chunk_size))
         fused_b, plain_b = (lambda *a: kernels.onlstm_cell_backward(*a, chunk_size),
-                            lambda *a: recurrence_cells.onlstm_cell_backward_torch(*a, chunk_size))
+                            lambda *a: torch_cells.onlstm_cell_backward_torch(*a, chunk_size))
     else:
-        fused, plain_ = kernels.lstm_cell, recurrence_cells.lstm_cell_torch
-        fused_b, plain_b = kernels.lstm_cell_backward, recurrence_cells.lstm_cell_backward_torch
+        fused, plain_ = kernels.lstm_cell, torch_cells.lstm_cell_torch
+        fused_b, plain_b = kernels.lstm_cell_backward, torch_cells.lstm_cell_backward_torch
     # both compute in float32; half types differ by the rounding of the result (one unit in the last place)
     tol = {torch.float32: dict(atol=1e-6, rtol=1e-5), torch.float16: dict(atol=2e-3, rtol=2e-3),
            torch.bfloat16: dict(atol=1.6e-2, rtol=1.6e-2)}[dtype]
@@ -199,7 +199,7 @@ def test_recurrence_with_triton_equals_plain(device, kind, path, monkeypatch):
     triton_or_skip(device)
     monkeypatch.setattr(recurrence_path, "TRITON_ON_CPU", True)
     t = torch.empty(0, device=device)
-    assert recurrence_cells.triton_kernels(t) is not None and recurrence_cells.loop_kernels(t) is not None
+    assert recurrence_path.triton_kernels(t) is not None and recurrence_path.loop_kernels(t) is not None
     if path == "cells":
         monkeypatch.setattr(recurrence_path, "LOOP_MAX_D", 0)
     torch.manual_seed(4)
@@ -220,11 +220,11 @@ def kernel_modules_restored(monkeypatch):
     """The kernel modules as they were before the test: one imported under TRITON_INTERPRET=1
     holds the interpreter's functions, and a later test on the same worker (compiling the
     kernels for a GPU, or running them on one) would get it from sys.modules."""
-    names = [f"fairseq_mgsa.modules.{m}" for m in ("recurrence_triton", "recurrence_triton_loop")]
+    names = [f"fairseq_mgsa.ops.triton.{m}" for m in ("recurrence_cells", "recurrence_loop")]
     before = {n: sys.modules[n] for n in names if n in sys.modules}
     monkeypatch.setattr(recurrence_path, "_modules", {})
     yield
-    package = sys.modules["fairseq_mgsa.modules"]
+    package = sys.modules["fairseq_mgsa.ops.triton"]
     for n in names:
         if n in before:
             sys.modules[n] = before[n]
@@ -242,9 +242,9 @@ def test_mgsa_no_triton_turns_the_kernels_off(monkeypatch, kernel_modules_restor
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     t = torch.zeros(1)
     monkeypatch.setenv("MGSA_NO_TRITON", "1")
-    assert recurrence_cells.triton_kernels(t) is None and recurrence_cells.loop_kernels(t) is None
+    assert recurrence_path.triton_kernels(t) is None and recurrence_path.loop_kernels(t) is None
     monkeypatch.delenv("MGSA_NO_TRITON")
     pytest.importorskip("triton")
-    assert recurrence_cells.triton_kernels(t) is not None and recurrence_cells.loop_kernels(t) is not None
+    assert recurrence_path.triton_kernels(t) is not None and recurrence_path.loop_kernels(t) is not None
     # float64 has no loop kernels and keeps torch's cells (the Triton cells compute in float32)
-    assert recurrence_cells.loop_kernels(t.double()) is None and recurrence_cells.triton_kernels(t.double()) is None
+    assert recurrence_path.loop_kernels(t.double()) is None and recurrence_path.triton_kernels(t.double()) is None

@@ -1,5 +1,5 @@
-"""The whole-loop Triton kernels (modules/recurrence_triton_loop.py) against the torch step loop
-(modules/recurrence_loops.py), operator by operator and through the recurrence's autograd
+"""The whole-loop Triton kernels (ops/triton/recurrence_loop.py) against the torch step loop
+(ops/recurrence.py), operator by operator and through the recurrence's autograd
 Function (gradients of xg and W). On a GPU for real; on the CPU through Triton's interpreter
 (TRITON_INTERPRET=1, Triton on PYTHONPATH), with tiny sizes: it runs a program at a time in
 numpy. They skip where Triton is absent (the default suite on a CPU build of torch)."""
@@ -7,9 +7,9 @@ numpy. They skip where Triton is absent (the default suite on a CPU build of tor
 import pytest
 import torch
 
-from fairseq_mgsa.modules import recurrence_cells, recurrence_loops, recurrence_path
-from fairseq_mgsa.modules.recurrence import recurrence
-from tests.fairseq_mgsa.modules.test_recurrence import DEVICES, triton_or_skip
+from fairseq_mgsa.ops import recurrence as step_loop, recurrence_path
+from fairseq_mgsa.ops.recurrence import recurrence
+from tests.fairseq_mgsa.ops.test_recurrence import DEVICES, triton_or_skip
 
 # (Gr, B, P, D): one step (no product with W), a granularity alone, D = 48; several steps,
 # three granularities, B past one block of rows (BLOCK_B = 16), D = 40 (not a power of two)
@@ -23,8 +23,8 @@ TOL = {torch.float32: dict(atol=2e-6, rtol=2e-5), torch.float16: dict(atol=2e-3,
 
 def loop_kernels(device):
     triton_or_skip(device)
-    from fairseq_mgsa.modules import recurrence_triton_loop
-    return recurrence_triton_loop
+    from fairseq_mgsa.ops.triton import recurrence_loop
+    return recurrence_loop
 
 
 def inputs(Gr, B, P, D, chunk_size, dtype, device):
@@ -47,7 +47,7 @@ def test_loop_kernels_equal_the_step_loop(device, Gr, B, P, D, chunk_size, dtype
         got = kernels.onlstm_recurrence(xg, w, chunk_size)
     else:
         got = kernels.lstm_recurrence(xg, w)
-    want = recurrence_loops.recurrence_torch(xg, w, chunk_size)
+    want = step_loop.recurrence_torch(xg, w, chunk_size)
     for name, a, b in zip(["H", "Z", "C", "H_prev"], got, want):
         assert a.shape == b.shape and a.dtype == dtype, name
         torch.testing.assert_close(a, b, **TOL[dtype], msg=name)
@@ -56,7 +56,7 @@ def test_loop_kernels_equal_the_step_loop(device, Gr, B, P, D, chunk_size, dtype
         got = kernels.onlstm_recurrence_backward(z, c, w, d_out, chunk_size)
     else:
         got = kernels.lstm_recurrence_backward(z, c, w, d_out)
-    want = recurrence_loops.recurrence_backward_torch(z, c, w, d_out, chunk_size)
+    want = step_loop.recurrence_backward_torch(z, c, w, d_out, chunk_size)
     for name, a, b in zip(["dxg", "dZ_later"], got, want):
         assert a.shape == b.shape and a.dtype == dtype, name
         torch.testing.assert_close(a, b, **TOL[dtype], msg=name)
@@ -76,7 +76,7 @@ def test_recurrence_through_the_loop_kernels_equals_the_step_loop(device, chunk_
     results = []
     for no_triton in ("0", "1"):
         monkeypatch.setenv("MGSA_NO_TRITON", no_triton)
-        assert (recurrence_cells.loop_kernels(xg) is None) == (no_triton == "1")
+        assert (recurrence_path.loop_kernels(xg) is None) == (no_triton == "1")
         x, v = xg.detach().requires_grad_(), w.detach().requires_grad_()
         out = recurrence(x, v, chunk_size)
         results.append((out, *torch.autograd.grad(out, [x, v], d_out)))

@@ -1,4 +1,4 @@
-"""The recurrence's path selection and its way back (modules/recurrence_path.py): a Triton
+"""The recurrence's path selection and its way back (ops/recurrence_path.py): a Triton
 failure or a kernel too large for the device's shared memory ends in the step loop with the
 same numbers, said once; the registered operators' fake implementations (opcheck,
 torch.compile); double backward refused in one line.
@@ -13,11 +13,11 @@ import types
 import pytest
 import torch
 
-from fairseq_mgsa.modules import recurrence_loops, recurrence_path
-from fairseq_mgsa.modules.recurrence import recurrence
-from fairseq_mgsa.modules.recurrence_cells import ops
+from fairseq_mgsa.ops import recurrence as step_loop, recurrence_path
+from fairseq_mgsa.ops.recurrence import recurrence
+from fairseq_mgsa.ops.recurrence_path import ops
 
-LOGGER = "fairseq_mgsa.modules.recurrence_path"
+LOGGER = "fairseq_mgsa.ops.recurrence_path"
 
 
 def gates(D, chunk_size):
@@ -56,8 +56,8 @@ def open_path(monkeypatch):
             return behaviour(*args)
         names = ["lstm_recurrence", "lstm_recurrence_backward", "onlstm_recurrence", "onlstm_recurrence_backward"]
         module = types.SimpleNamespace(DoesNotFit=DoesNotFit, **{n: kernel for n in names})
-        recurrence_path._modules["recurrence_triton_loop"] = module
-        recurrence_path._modules["recurrence_triton"] = "Triton does not import (stand-in)"
+        recurrence_path._modules[recurrence_path.LOOP_KERNELS] = module
+        recurrence_path._modules[recurrence_path.CELL_KERNELS] = "Triton does not import (stand-in)"
         return module
 
     yield install, calls
@@ -126,7 +126,7 @@ def test_the_launcher_checks_shared_memory_against_the_device_limit(monkeypatch)
     """_launch compares the compiled kernel's need with the limit the selection reads (a 64 KiB
     GPU simulated): over it, DoesNotFit before any launch; under it, the launch."""
     pytest.importorskip("triton")
-    from fairseq_mgsa.modules import recurrence_triton_loop as loop
+    from fairseq_mgsa.ops.triton import recurrence_loop as loop
 
     launched = []
 
@@ -241,7 +241,7 @@ def test_step_loop_is_what_the_operators_run_on_the_cpu():
     recurrence_torch's, bit for bit."""
     recurrence_path.reset()
     xg, w = inputs(2)
-    for a, b in zip(ops.onlstm_recurrence(xg, w, 2), recurrence_loops.recurrence_torch(xg, w, 2)):
+    for a, b in zip(ops.onlstm_recurrence(xg, w, 2), step_loop.recurrence_torch(xg, w, 2)):
         assert torch.equal(a, b)
 
 
@@ -256,7 +256,7 @@ def test_a_triton_that_does_not_import_is_the_reason_logged(monkeypatch, caplog)
     real = importlib.import_module
 
     def no_triton(name, package=None):
-        if name.startswith(".recurrence_triton"):
+        if name.startswith(".triton."):
             raise ImportError("No module named 'triton'")
         return real(name, package)
 

@@ -8,7 +8,7 @@ import torch
 from fairseq.modules import MultiheadAttention
 
 from fairseq_mgsa import MGSAError
-from fairseq_mgsa.modules.hybrid_attention import Branch, HybridMultiheadAttention, parse_branches
+from fairseq_mgsa.modules.hysan.attention import Branch, HybridMultiheadAttention, parse_branches
 
 DIM, HEADS, T = 8, 2, 6
 LENGTHS = [6, 4, 2, 1]  # sentences of one batch, padded to T
@@ -261,7 +261,7 @@ def previous_forward(module, x, pad, attn_mask):
     """The module's computation before the branches shared one softmax, one fused attention
     call and one batched gate (kept here, plainly, as the reference): one softmax, one P V,
     one output and one squeeze gate per branch, on fairseq's scores E."""
-    from fairseq_mgsa.modules.hybrid_attention import allowed_keys, blocked_value
+    from fairseq_mgsa.modules.hysan.attention import allowed_keys, blocked_value
 
     T_, B = x.size(0), x.size(1)
     if attn_mask is not None:
@@ -398,7 +398,7 @@ def test_no_operator_waits_for_the_device(names, causal, exclude_self):
 def test_checkpoints_of_one_gate_module_per_branch_load_into_the_stacked_gates(shared):
     """The earlier layout (gates.<i>.f1.weight, ...: one SqueezeGate per branch) loads into the
     stacked weights, and the fusion computes with them what the separate gates did."""
-    from fairseq_mgsa.modules.branch_fusion import BranchFusion, SqueezeGate
+    from fairseq_mgsa.modules.hysan.branch_fusion import BranchFusion, SqueezeGate
 
     torch.manual_seed(3)
     gates = torch.nn.ModuleList([SqueezeGate(DIM, 4) for _ in range(1 if shared else 3)])

@@ -5,7 +5,7 @@ under bfloat16 autocast, and in fewer operators."""
 import pytest
 import torch
 
-from fairseq_mgsa.modules.branch_fusion import BranchFusion, GatedSum
+from fairseq_mgsa.modules.hysan.branch_fusion import BranchFusion, GatedSum
 
 L, T, B, D = 4, 5, 3, 16
 

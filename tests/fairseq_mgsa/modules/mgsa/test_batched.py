@@ -15,7 +15,7 @@ import torch
 import torch.nn as nn
 
 from fairseq_mgsa.modules import LSTMInteraction, MultiGranularitySelfAttention, ngram_partition
-from fairseq_mgsa.modules.interaction import phases
+from fairseq_mgsa.modules.mgsa.interaction import phases
 
 torch.manual_seed(0)
 
@@ -181,7 +181,7 @@ def test_recurrent_weight_gradient_by_finite_differences(interaction, max_phrase
     """The stacked recurrences' gradients over phases where granularities leave the batch (the
     weights sliced per phase): gradcheck compares every input's and weight's gradient with
     finite differences, in float64."""
-    from fairseq_mgsa.modules.interaction import build_interaction
+    from fairseq_mgsa.modules.mgsa.interaction import build_interaction
 
     rec = build_interaction(interaction, 3, 4, 4, 2).double()
     g = torch.randn(3, 2, max(max_phrases), 4, dtype=torch.float64, requires_grad=True)

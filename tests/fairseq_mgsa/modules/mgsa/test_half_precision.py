@@ -32,7 +32,7 @@ from fairseq_mgsa.modules import (
     ngram_partition,
     spans_to_partition,
 )
-from fairseq_mgsa.modules.interaction import LSTMInteraction
+from fairseq_mgsa.modules.mgsa.interaction import LSTMInteraction
 from tests.fairseq_runs import TINY, USER_DIR
 
 TOLERANCE = {"float16": (5e-3, 5e-3), "bfloat16": (2e-2, 4e-2)}  # (output, gradients)

@@ -1,5 +1,5 @@
 """An MG-SA layer reads nothing from the device: the phrase axis is sized from the batch's
-padded widths (modules/partition.py), so that on a GPU the host never waits for it in forward
+padded widths (modules/mgsa/partition.py), so that on a GPU the host never waits for it in forward
 or backward."""
 
 import pytest
@@ -45,7 +45,7 @@ def test_ngram_phrase_slots_are_the_largest_count_of_a_fairseq_batch(n):
 
 @pytest.mark.parametrize("sizes", [[2, 3, 4], [1, 2], [4, 2, 3], [3]])
 def test_ngram_partitions_at_once_equal_one_by_one(sizes):
-    from fairseq_mgsa.modules.partition import Positions, ngram_partitions
+    from fairseq_mgsa.modules.mgsa.partition import Positions, ngram_partitions
 
     mask = left_padded([9, 4, 1, 6])
     for n, part in zip(sizes, ngram_partitions(sizes, Positions.of(mask))):

@@ -3,7 +3,7 @@ made at once."""
 
 import torch
 
-from fairseq_mgsa.modules.partition import Positions, ngram_partitions, stack_slices, tree_partitions
+from fairseq_mgsa.modules.mgsa.partition import Positions, ngram_partitions, stack_slices, tree_partitions
 
 
 def left_padded(lengths):

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from fairseq_mgsa.modules import SANComposition, ngram_partition, spans_to_partition
-from fairseq_mgsa.modules.composition import segment_max
-from fairseq_mgsa.modules.san_attention import SlotMax, phrase_slots, san_attention
+from fairseq_mgsa.modules.mgsa.composition import segment_max
+from fairseq_mgsa.modules.mgsa.san_attention import SlotMax, phrase_slots, san_attention
 
 C, D = 8, 4
 LENGTHS = [7, 1, 4, 6]  # tokens with EOS: a sentence of EOS alone among them
@@ -94,7 +94,7 @@ def test_phrase_slots():
 def test_no_attention_row_is_fully_masked(monkeypatch):
     """What a backend makes of a row with no key differs (NaN, 0): empty slots attend to every
     token instead, and are zeroed after."""
-    from fairseq_mgsa.modules import san_attention as module
+    from fairseq_mgsa.modules.mgsa import san_attention as module
 
     seen, attend = [], module.F.scaled_dot_product_attention
 

@@ -1,4 +1,4 @@
-"""The batched full forward of phrase-based attention (phrase_based_batched.py) against the plain
+"""The batched full forward of phrase-based attention (modules/pba/batched.py) against the plain
 form it replaced: n-gram blocks and head groups one at a time, per-block products, concatenated
 logits, one module per projection, masks rebuilt in every call. Outputs, attention weights and
 gradients of every parameter and input; the spreading of n-gram weights over tokens against its
@@ -10,9 +10,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from fairseq_mgsa.modules.ngram_convolution import end_aligned_windows, ngram_invalid, spread_over_tokens, zero_pads
-from fairseq_mgsa.modules.mask_cache import MaskCache
-from fairseq_mgsa.modules.phrase_based_attention import PhraseBasedAttention
+from fairseq_mgsa.modules.pba.ngram_convolution import end_aligned_windows, ngram_invalid, spread_over_tokens, zero_pads
+from fairseq_mgsa.modules.shared.mask_cache import MaskCache
+from fairseq_mgsa.modules.pba.attention import PhraseBasedAttention
 
 D, H = 16, 4
 MODES = {"homogeneous": [[1, 2], [1, 1, 2, 2], [2, 3]], "heterogeneous": [[1, 2], [1, 2, 3], [1]],
@@ -168,7 +168,7 @@ def test_mask_cache_rebuilds_for_other_or_changed_tensors():
 
 def test_a_model_stack_shares_one_mask_cache_and_builds_masks_once_per_batch(monkeypatch):
     from tests.fairseq_mgsa.models.test_model import build
-    from fairseq_mgsa.modules import pba_masks
+    from fairseq_mgsa.modules.pba import masks as pba_masks
 
     model, _ = build(["--pba-mode", "heterogeneous", "--encoder-layers", "3", "--decoder-layers", "2"],
                      arch="pba_transformer")
@@ -177,7 +177,7 @@ def test_a_model_stack_shares_one_mask_cache_and_builds_masks_once_per_batch(mon
         assert len(caches) == 1
     calls = []
     original = pba_masks.additive_mask
-    monkeypatch.setattr("fairseq_mgsa.modules.phrase_based_batched.additive_mask",
+    monkeypatch.setattr("fairseq_mgsa.modules.pba.batched.additive_mask",
                         lambda *a, **k: calls.append(1) or original(*a, **k))
     src = torch.tensor([[1, 5, 6, 2], [7, 8, 9, 2]])
     prev = torch.tensor([[2, 5, 6, 1], [2, 7, 8, 9]])

@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from fairseq.modules import MultiheadAttention
 
 from fairseq_mgsa import MGSAError
-from fairseq_mgsa.modules.phrase_based_attention import PhraseBasedAttention
+from fairseq_mgsa.modules.pba.attention import PhraseBasedAttention
 
 D, H = 16, 4
 DK = D // H
@@ -350,7 +350,7 @@ def test_half_and_bfloat16_forward_backward(batch, attention, mode):
 @pytest.mark.parametrize("n", [2, 3])
 def test_ngram_conv_last_position_equals_the_full_convolution(n):
     """NGramConv(last_only=True), a decoding step's single output, = the last row of the full one."""
-    from fairseq_mgsa.modules.ngram_convolution import NGramConv
+    from fairseq_mgsa.modules.pba.ngram_convolution import NGramConv
     torch.manual_seed(n)
     conv = NGramConv(D, 2 * D, n)
     x = torch.randn(3, 5, D)

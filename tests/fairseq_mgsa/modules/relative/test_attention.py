@@ -8,9 +8,9 @@ import math
 import pytest
 import torch
 
-from fairseq_mgsa.modules.hybrid_attention import Branch
-from fairseq_mgsa.modules.hybrid_relative import RelativeHybridMultiheadAttention
-from fairseq_mgsa.modules.relative_attention import RelativeMultiheadAttention
+from fairseq_mgsa.modules.hysan.attention import Branch
+from fairseq_mgsa.modules.hysan.relative import RelativeHybridMultiheadAttention
+from fairseq_mgsa.modules.relative.attention import RelativeMultiheadAttention
 
 DIM, HEADS, T, K = 8, 2, 7, 2  # k = 2 < T - 1: some distances are clipped
 LENGTHS = [7, 5, 2]
