@@ -16,8 +16,8 @@ The per-branch gated sum has a hand-written backward (GatedSum): autograd's adds
 gradients reaching the branch outputs (through the gate and through the product) in an
 operator of its own and gives the gate weights' gradients transposed, which the gradient
 accumulation then copies into the weights' layout: 5 operators more per layer than the 10 of
-the hand-written one. `fast = False` (or a shared gate) runs the plain autograd computation
-(BranchFusion.gate_reference), which the tests compare it with.
+the hand-written one (`gated_sum`). use_fast_path=False (or a shared gate) runs the plain
+autograd computation (`gated_sum_ref`), which the tests compare it with.
 """
 
 import torch
@@ -61,6 +61,23 @@ class GatedSum(torch.autograd.Function):
                 d_a2.sum(1).to(w2.dtype))
 
 
+def gated_sum(x: Tensor, w1: Tensor, b1: Tensor, w2: Tensor, b2: Tensor) -> Tensor:
+    """GatedSum: one gate per branch, the hand-written backward."""
+    return GatedSum.apply(x, w1, b1, w2, b2)
+
+
+def gated_sum_ref(x: Tensor, w1: Tensor, b1: Tensor, w2: Tensor, b2: Tensor) -> Tensor:
+    """The gated sum recorded by autograd, gated_sum's reference; one gate (w1: 1 x h x d, ...)
+    is shared by every branch. x: l x N x d -> N x d."""
+    if w1.size(0) == 1:  # shared: one product over every branch's rows
+        hidden = torch.relu(F.linear(x, w1[0], b1[0]))
+        gates = torch.sigmoid(F.linear(hidden, w2[0], b2[0]))
+    else:  # one batched product over the branches, each with its own gate
+        hidden = torch.relu(torch.baddbmm(b1.unsqueeze(1), x, w1.transpose(1, 2)))
+        gates = torch.sigmoid(torch.baddbmm(b2.unsqueeze(1), hidden, w2.transpose(1, 2)))
+    return (gates * x).sum(0)
+
+
 class SqueezeGate(nn.Module):
     """SG(x) = sigmoid(f2(ReLU(f1(x)))): squeeze d -> d/r, restore d/r -> d, gate in (0, 1).
     One gate on its own; BranchFusion keeps the gates of a layer stacked."""
@@ -81,13 +98,13 @@ class SqueezeGate(nn.Module):
 
 class BranchFusion(nn.Module):
     def __init__(self, fusion: str, num_branches: int, dim: int, gate_reduction: int = 64,
-                 gate_shared: bool = False):
+                 gate_shared: bool = False, use_fast_path: bool = True):
         super().__init__()
         if fusion not in FUSIONS:
             raise ValueError(f"unknown HySAN fusion {fusion!r}, expected one of {', '.join(FUSIONS)}")
         self.kind = fusion
         self.num_branches = num_branches
-        self.fast = True  # GatedSum for per-branch gates; False: gate_reference
+        self.use_fast_path = use_fast_path  # gated_sum for per-branch gates; False: gated_sum_ref
         if fusion == "concat":
             self.reduce = nn.Linear(num_branches * dim, dim)  # H
             nn.init.xavier_uniform_(self.reduce.weight)
@@ -98,6 +115,15 @@ class BranchFusion(nn.Module):
             for name, (layer, p) in GATE_PARAMETERS.items():
                 stacked = torch.stack([getattr(getattr(g, layer), p).detach() for g in gates])
                 self.register_parameter(name, nn.Parameter(stacked))
+
+    @property
+    def fast(self) -> bool:
+        """use_fast_path's earlier name (scripts set it after construction)."""
+        return self.use_fast_path
+
+    @fast.setter
+    def fast(self, value: bool):
+        self.use_fast_path = value
 
     @property
     def num_gates(self) -> int:
@@ -112,21 +138,13 @@ class BranchFusion(nn.Module):
         if self.kind == "concat":
             return self.reduce(outputs.permute(1, 2, 0, 3).reshape(tgt_len, bsz, branches * dim))
         x = outputs.reshape(branches, tgt_len * bsz, dim)
-        if self.fast and self.num_gates > 1:
-            fused = GatedSum.apply(x, self.f1_weight, self.f1_bias, self.f2_weight, self.f2_bias)
-        else:
-            fused = self.gate_reference(x)
+        op = gated_sum if self.use_fast_path and self.num_gates > 1 else gated_sum_ref
+        fused = op(x, self.f1_weight, self.f1_bias, self.f2_weight, self.f2_bias)
         return fused.view(tgt_len, bsz, dim)
 
     def gate_reference(self, x: Tensor) -> Tensor:
-        """The gated sum recorded by autograd. x: l x N x d -> N x d."""
-        if self.num_gates == 1:  # shared: one product over every branch's rows
-            hidden = torch.relu(F.linear(x, self.f1_weight[0], self.f1_bias[0]))
-            gates = torch.sigmoid(F.linear(hidden, self.f2_weight[0], self.f2_bias[0]))
-        else:  # one batched product over the branches, each with its own gate
-            hidden = torch.relu(torch.baddbmm(self.f1_bias.unsqueeze(1), x, self.f1_weight.transpose(1, 2)))
-            gates = torch.sigmoid(torch.baddbmm(self.f2_bias.unsqueeze(1), hidden, self.f2_weight.transpose(1, 2)))
-        return (gates * x).sum(0)
+        """The gated sum recorded by autograd (gated_sum_ref). x: l x N x d -> N x d."""
+        return gated_sum_ref(x, self.f1_weight, self.f1_bias, self.f2_weight, self.f2_bias)
 
     def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
         # the earlier layout, one SqueezeGate module per branch: gates.<i>.f1.weight, ...

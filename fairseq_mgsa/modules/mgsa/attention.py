@@ -56,9 +56,12 @@ class MultiGranularitySelfAttention(MultiheadAttention):
         interaction: str = "none",
         onlstm_chunk_size: int = 2,
         dropout: float = 0.0,
+        use_fast_path: bool = True,
         **kwargs,
     ):
-        """granularities: the MG-SA encoder's parsed value, or the names of a module used alone."""
+        """granularities: the MG-SA encoder's parsed value, or the names of a module used alone.
+        use_fast_path=False: the phrase memory's references (the plain recurrence, the SAN
+        composition's segment arithmetic) instead of the fused operators, for comparisons."""
         super().__init__(embed_dim, num_heads, dropout=dropout, self_attention=True, **kwargs)
         granularities = Granularities.parse(granularities)
         self.granularities = list(granularities.groups)
@@ -69,7 +72,8 @@ class MultiGranularitySelfAttention(MultiheadAttention):
         # of them built by one module with weights stacked over granularities
         self._phrase_granularities = list(granularities.phrase)
         self.phrase_memory = PhraseMemory(
-            len(self._phrase_granularities), embed_dim, group_dim, composition, interaction, onlstm_chunk_size
+            len(self._phrase_granularities), embed_dim, group_dim, composition, interaction, onlstm_chunk_size,
+            use_fast_path=use_fast_path,
         ) if self._phrase_granularities else None
         # head groups by memory: word groups' keys come from the words, phrase groups' from
         # phrase memory j (an index into the stacked memories); `order` puts the concatenation

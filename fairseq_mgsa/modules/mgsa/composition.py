@@ -41,7 +41,7 @@ from torch import Tensor
 from torch.nn.utils.rnn import PackedSequence
 
 from ...errors import MGSAError
-from .san_attention import san_attention
+from .san_attention import san_attention, san_attention_ref
 
 
 def segment_max(x: Tensor, index: Tensor, num_slots: int) -> Tensor:
@@ -108,11 +108,13 @@ class SANComposition(nn.Module):
 
     Queries and keys are projected to `dim` (the width of the granularity's heads);
     values are the tokens themselves, so g_m stays in the model's space. One (W_q, W_k)
-    pair per granularity.
+    pair per granularity. use_fast_path=False: forward_all in the segment arithmetic
+    (san_attention_ref) instead of the fused attention call.
     """
 
-    def __init__(self, num_granularities: int, embed_dim: int, dim: int):
+    def __init__(self, num_granularities: int, embed_dim: int, dim: int, use_fast_path: bool = True):
         super().__init__()
+        self.use_fast_path = use_fast_path
         G = num_granularities
         self.q_weight = nn.Parameter(torch.empty(G, dim, embed_dim))
         self.q_bias = nn.Parameter(torch.empty(G, dim))
@@ -133,28 +135,13 @@ class SANComposition(nn.Module):
 
     def forward_all(self, x: Tensor, phrase_index: Tensor, P: int) -> Tensor:
         """Every granularity at once, in one fused attention call (san_attention.py)."""
-        return san_attention(x, phrase_index, P, self.q_weight, self.q_bias, self.k_weight, self.k_bias,
-                             self.scaling)
+        op = san_attention if self.use_fast_path else san_attention_ref
+        return op(x, phrase_index, P, self.q_weight, self.q_bias, self.k_weight, self.k_bias, self.scaling)
 
     def forward_all_reference(self, x: Tensor, phrase_index: Tensor, P: int) -> Tensor:
-        """forward_all in the flat segment arithmetic of `forward`, every granularity's tokens
-        copied onto one slot axis: the plain reference of the fused path."""
-        G, D = self.q_weight.shape[:2]
-        B, T, C = x.shape
-        N = B * T
-        x = x.reshape(N, C)
-        index, num_slots = token_slots(phrase_index, P)
-        flat, S = flat_slots(index, num_slots), G * num_slots
-        xs = tokens_per_granularity(x, G)  # Gr*N x C
-        pooled = segment_max(xs, flat, S).view(G, num_slots, C)
-        q = torch.baddbmm(self.q_bias.unsqueeze(1), pooled, self.q_weight.transpose(1, 2)) * self.scaling
-        # every granularity's keys in one product: N x Gr*D, read as Gr x N x D in place
-        k = nn.functional.linear(x, self.k_weight.view(G * D, C), self.k_bias.view(G * D)).view(N, G, D)
-        # Gr*N: each token against its own phrase's query
-        scores = (q.view(S, D)[flat].view(G, N, D) * k.transpose(0, 1)).sum(dim=-1).view(G * N)
-        weights = segment_softmax(scores, flat, S)
-        out = segment_sum(weights.unsqueeze(-1) * xs, flat, S).view(G, num_slots, C)
-        return phrases_of_slots(out, B, P)
+        """forward_all in the flat segment arithmetic of `forward` (san_attention_ref)."""
+        return san_attention_ref(x, phrase_index, P, self.q_weight, self.q_bias, self.k_weight, self.k_bias,
+                                 self.scaling)
 
 
 class LSTMComposition(nn.Module):
@@ -213,11 +200,12 @@ class LSTMCompositions(nn.Module):
         return phrases_of_slots(out, B, P)
 
 
-def build_composition(name: str, num_granularities: int, embed_dim: int, dim: int) -> nn.Module:
+def build_composition(name: str, num_granularities: int, embed_dim: int, dim: int,
+                      use_fast_path: bool = True) -> nn.Module:
     if name == "max":
         return MaxPoolComposition()
     if name == "san":
-        return SANComposition(num_granularities, embed_dim, dim)
+        return SANComposition(num_granularities, embed_dim, dim, use_fast_path)
     if name == "lstm":
         return LSTMCompositions(num_granularities, embed_dim, dim)
     raise MGSAError(f"unknown phrase composition {name!r}: expected one of max, lstm, san")

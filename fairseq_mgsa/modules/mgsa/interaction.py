@@ -20,7 +20,8 @@ steps are written here, twice: `forward` runs them through the hand-written recu
 ops/recurrence.py (no autograd recording per step, one kernel each way on a GPU), every granularity over
 all P steps, a granularity's slots past its phrase count zeroed after; `forward_reference`
 is the plain autograd version, which also skips a granularity's steps past its phrase count
-(`phases`), kept as the reference the tests compare with (and used with `fast = False`).
+(`phases`), kept as the reference the tests compare with (and used with `use_fast_path=False`;
+the fused operator's own reference is ops/recurrence.py's `recurrence_ref`).
 The LSTM keeps nn.LSTM's gate order (i, f, g, o) and initialisation, the ON-LSTM the
 layout of Shen et al.'s gates (master f, master i, o, f, i, c).
 """
@@ -63,7 +64,7 @@ def phases(max_phrases: List[int]) -> List[Tuple[int, Tuple[int, int]]]:
 class StackedRecurrence(nn.Module):
     """Input, recurrent and output weights of `num_granularities` one-layer recurrences."""
 
-    def __init__(self, num_granularities: int, embed_dim: int, dim: int, gates: int):
+    def __init__(self, num_granularities: int, embed_dim: int, dim: int, gates: int, use_fast_path: bool = True):
         super().__init__()
         G = num_granularities
         self.dim = dim
@@ -72,7 +73,7 @@ class StackedRecurrence(nn.Module):
         self.weight_hh = nn.Parameter(torch.empty(G, gates, dim))
         self.weight_out = nn.Parameter(torch.empty(G, embed_dim, dim))
         self.bias_out = nn.Parameter(torch.empty(G, embed_dim))
-        self.fast = True  # recurrence.py's; False: forward_reference
+        self.use_fast_path = use_fast_path  # ops/recurrence.py's operator; False: forward_reference
         self.reset_parameters()
 
     def reset_parameters(self):
@@ -84,11 +85,20 @@ class StackedRecurrence(nn.Module):
     # the LSTM's recurrence (0) or the ON-LSTM's chunk size
     chunk_size = 0
 
+    @property
+    def fast(self) -> bool:
+        """use_fast_path's earlier name (scripts set it after construction)."""
+        return self.use_fast_path
+
+    @fast.setter
+    def fast(self, value: bool):
+        self.use_fast_path = value
+
     def forward(self, g: Tensor, num_phrases: Union[Tensor, List[int]]) -> Tensor:
         """g: Gr x B x P x C; num_phrases: Gr x B phrases of each sentence in each granularity
         (or, plainly, a list of each granularity's phrase count P_g, P the largest).
         Returns Gr x B x P x C; a granularity's slots past its largest phrase count are 0."""
-        if not self.fast:
+        if not self.use_fast_path:
             counts = num_phrases if isinstance(num_phrases, list) else num_phrases.amax(dim=1).tolist()
             return self.forward_reference(g, counts)
         Gr, B, P, C = g.shape
@@ -140,8 +150,8 @@ class StackedRecurrence(nn.Module):
 class LSTMInteraction(StackedRecurrence):
     """One LSTM per granularity (nn.LSTM's equations, with b_ih + b_hh held as one bias)."""
 
-    def __init__(self, num_granularities: int, embed_dim: int, dim: int):
-        super().__init__(num_granularities, embed_dim, dim, 4 * dim)
+    def __init__(self, num_granularities: int, embed_dim: int, dim: int, use_fast_path: bool = True):
+        super().__init__(num_granularities, embed_dim, dim, 4 * dim, use_fast_path)
 
     def reset_parameters(self):
         super().reset_parameters()
@@ -177,12 +187,12 @@ class ONLSTMInteraction(StackedRecurrence):
     computed as pairs.
     """
 
-    def __init__(self, num_granularities: int, embed_dim: int, dim: int, chunk_size: int):
+    def __init__(self, num_granularities: int, embed_dim: int, dim: int, chunk_size: int, use_fast_path: bool = True):
         if dim % chunk_size != 0:
             raise MGSAError(f"ON-LSTM hidden size {dim} is not divisible by chunk size {chunk_size}")
         self.n_chunks = dim // chunk_size
         self.chunk_size = chunk_size
-        super().__init__(num_granularities, embed_dim, dim, 4 * dim + 2 * self.n_chunks)
+        super().__init__(num_granularities, embed_dim, dim, 4 * dim + 2 * self.n_chunks, use_fast_path)
         # master = sign * cumax + offset: (cumax(z_mf), 1 - cumax(z_mi)) in one op
         self.register_buffer("master_sign", torch.tensor([[1.0], [-1.0]]), persistent=False)
         self.register_buffer("master_offset", torch.tensor([[0.0], [1.0]]), persistent=False)
@@ -217,11 +227,12 @@ class ONLSTMInteraction(StackedRecurrence):
         return h.view(Gr, B, self.dim), c
 
 
-def build_interaction(name: str, num_granularities: int, embed_dim: int, dim: int, chunk_size: int):
+def build_interaction(name: str, num_granularities: int, embed_dim: int, dim: int, chunk_size: int,
+                      use_fast_path: bool = True):
     if name == "none":
         return None
     if name == "lstm":
-        return LSTMInteraction(num_granularities, embed_dim, dim)
+        return LSTMInteraction(num_granularities, embed_dim, dim, use_fast_path)
     if name == "onlstm":
-        return ONLSTMInteraction(num_granularities, embed_dim, dim, chunk_size)
+        return ONLSTMInteraction(num_granularities, embed_dim, dim, chunk_size, use_fast_path)
     raise MGSAError(f"unknown phrase interaction {name!r}: expected one of none, lstm, onlstm")

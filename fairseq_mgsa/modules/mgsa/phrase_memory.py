@@ -49,11 +49,12 @@ class PhraseMemory(nn.Module):
     """
 
     def __init__(self, num_granularities: int, embed_dim: int, dim: int, composition: str, interaction: str,
-                 onlstm_chunk_size: int):
+                 onlstm_chunk_size: int, use_fast_path: bool = True):
         super().__init__()
         self.num_granularities = num_granularities
-        self.composition = build_composition(composition, num_granularities, embed_dim, dim)
-        self.interaction = build_interaction(interaction, num_granularities, embed_dim, dim, onlstm_chunk_size)
+        self.composition = build_composition(composition, num_granularities, embed_dim, dim, use_fast_path)
+        self.interaction = build_interaction(interaction, num_granularities, embed_dim, dim, onlstm_chunk_size,
+                                             use_fast_path)
         # the composition's layout: None picks by device (all at once on a GPU); tests set it
         self.compose_all_at_once = None
 

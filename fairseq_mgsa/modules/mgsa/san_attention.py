@@ -3,9 +3,9 @@
 Each phrase slot's query (its max-pooled tokens, projected) attends over its sentence's T
 tokens with a Gr x B x P x T membership mask, keys the granularity's key projections of the
 tokens, values the tokens themselves: one `scaled_dot_product_attention` call, where the
-segment arithmetic of SANComposition.forward_all_reference scores, normalises and sums by
-scatters and gathers (some 40 operators forward and backward). Same outputs and gradients,
-to rounding.
+segment arithmetic of `san_attention_ref` (its reference, below) scores, normalises and sums
+by scatters and gathers (some 40 operators forward and backward). Same outputs and
+gradients, to rounding.
 
 Slots: sentence b's phrase p is slot b * (P + 1) + 1 + p of its granularity, its padding
 tokens share slot b * (P + 1) (max-pooled, projected, never attended from), so one add puts
@@ -98,3 +98,29 @@ def san_attention(x: Tensor, phrase_index: Tensor, P: int, q_weight: Tensor, q_b
     out = F.scaled_dot_product_attention(q, k, x.unsqueeze(0).expand(G, B, T, C), attn_mask=mask, scale=scaling)
     # where() lays its output out contiguously whatever the kernel's output layout
     return torch.where(nonempty, out, 0.0)
+
+
+def san_attention_ref(x: Tensor, phrase_index: Tensor, P: int, q_weight: Tensor, q_bias: Tensor, k_weight: Tensor,
+                      k_bias: Tensor, scaling: float) -> Tensor:
+    """san_attention in the flat segment arithmetic of SANComposition.forward, every
+    granularity's tokens copied onto one slot axis: the plain reference of the fused call."""
+    # composition.py imports this file; its segment helpers are imported when first needed
+    from .composition import flat_slots, phrases_of_slots, segment_max, segment_softmax, segment_sum, \
+        token_slots, tokens_per_granularity
+
+    G, D = q_weight.shape[:2]
+    B, T, C = x.shape
+    N = B * T
+    x = x.reshape(N, C)
+    index, num_slots = token_slots(phrase_index, P)
+    flat, S = flat_slots(index, num_slots), G * num_slots
+    xs = tokens_per_granularity(x, G)  # Gr*N x C
+    pooled = segment_max(xs, flat, S).view(G, num_slots, C)
+    q = torch.baddbmm(q_bias.unsqueeze(1), pooled, q_weight.transpose(1, 2)) * scaling
+    # every granularity's keys in one product: N x Gr*D, read as Gr x N x D in place
+    k = F.linear(x, k_weight.view(G * D, C), k_bias.view(G * D)).view(N, G, D)
+    # Gr*N: each token against its own phrase's query
+    scores = (q.view(S, D)[flat].view(G, N, D) * k.transpose(0, 1)).sum(dim=-1).view(G * N)
+    weights = segment_softmax(scores, flat, S)
+    out = segment_sum(weights.unsqueeze(-1) * xs, flat, S).view(G, num_slots, C)
+    return phrases_of_slots(out, B, P)

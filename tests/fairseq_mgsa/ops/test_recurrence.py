@@ -17,7 +17,7 @@ import torch
 
 from fairseq_mgsa.ops import recurrence as torch_cells, recurrence_path
 from fairseq_mgsa.modules.mgsa.interaction import build_interaction
-from fairseq_mgsa.ops.recurrence import recurrence
+from fairseq_mgsa.ops.recurrence import recurrence, recurrence_ref
 
 # (kind, Gr, B, P, embed_dim, dim, chunk_size, phrase counts Gr x B)
 SHAPES = [
@@ -56,6 +56,52 @@ def test_fast_recurrence_equals_plain_float64(kind, Gr, B, P, C, D, cs, counts):
 
 
 @pytest.mark.parametrize("chunk_size", [0, 2])
+@pytest.mark.parametrize("P", [1, 5])
+def test_recurrence_equals_recurrence_ref_float64(chunk_size, P):
+    """The fused operator against its reference function (same signature, autograd's backward)."""
+    torch.manual_seed(6)
+    D = 4
+    K = 4 * D + (2 * D // chunk_size if chunk_size else 0)
+    xg = torch.randn(2, 3, P, K, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(2, K, D, dtype=torch.float64, requires_grad=True)
+    out, ref = recurrence(xg, w, chunk_size), recurrence_ref(xg, w, chunk_size)
+    torch.testing.assert_close(out, ref, atol=1e-12, rtol=1e-12)
+    weights = torch.randn_like(out)
+    grads = torch.autograd.grad((out * weights).sum(), [xg, w])
+    ref_grads = torch.autograd.grad((ref * weights).sum(), [xg, w], allow_unused=True)  # one step: no W
+    for a, b, leaf in zip(grads, ref_grads, [xg, w]):
+        torch.testing.assert_close(a, torch.zeros_like(leaf) if b is None else b, atol=1e-12, rtol=1e-10)
+
+
+def test_use_fast_path_false_runs_the_reference_and_fast_is_its_alias():
+    """use_fast_path=False: StackedRecurrence.forward_reference (no registered recurrence operator
+    dispatched); `fast`, the attribute scripts set after construction, is the same setting."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Seen(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.names = set()
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.names.add(func.name())
+            return func(*args, **(kwargs or {}))
+
+    torch.manual_seed(7)
+    rec = build_interaction("onlstm", 2, 6, 8, 2, use_fast_path=False).double()
+    g = torch.randn(2, 3, 4, 6, dtype=torch.float64)
+    with Seen() as seen:
+        rec(g, [4, 2])
+    assert not any(n.startswith("mgsa_recurrence::") for n in seen.names), seen.names
+    assert rec.fast is False
+    rec.fast = True
+    assert rec.use_fast_path is True
+    with Seen() as seen:
+        rec(g, [4, 2])
+    assert any(n.startswith("mgsa_recurrence::onlstm_recurrence") for n in seen.names), seen.names
+
+
+@pytest.mark.parametrize("chunk_size", [0, 2])
 def test_hand_written_backward_by_finite_differences(chunk_size):
     torch.manual_seed(1)
     D, K = 4, 16 if not chunk_size else 16 + 2 * (4 // chunk_size)
@@ -70,18 +116,19 @@ def test_fast_recurrence_under_padding_equals_plain_through_the_layer():
     from fairseq_mgsa.modules import MultiGranularitySelfAttention, ngram_partition
 
     torch.manual_seed(2)
-    attn = MultiGranularitySelfAttention(16, 4, ["word", "ngram2", "ngram3", "ngram4"], interaction="onlstm").double()
-    attn.eval()
+    layers = {fast: MultiGranularitySelfAttention(16, 4, ["word", "ngram2", "ngram3", "ngram4"], interaction="onlstm",
+                                                  use_fast_path=fast).double().eval() for fast in (True, False)}
+    layers[False].load_state_dict(layers[True].state_dict())
     lengths = [11, 7, 3, 1]
     mask = torch.ones(len(lengths), max(lengths), dtype=torch.bool)
     for b, n in enumerate(lengths):
         mask[b, max(lengths) - n:] = False
-    parts = {g: ngram_partition(mask, g.size) for g in attn.phrase_granularities}
+    parts = {g: ngram_partition(mask, g.size) for g in layers[True].phrase_granularities}
     x = torch.randn(max(lengths), len(lengths), 16, dtype=torch.float64, requires_grad=True)
     real = (~mask).t().unsqueeze(-1).double()
     results = []
     for fast in (True, False):
-        attn.phrase_memory.interaction.fast = fast
+        attn = layers[fast]
         out, _ = attn(x, key_padding_mask=mask, partitions=parts)
         loss = (out * real * torch.linspace(-1, 1, 16, dtype=torch.float64)).sum()
         results.append((out * real, torch.autograd.grad(loss, [x, *attn.parameters()])))

@@ -207,3 +207,39 @@ def test_fused_composition_launches_fewer_operators():
         assert ops[name]["host_syncs"] == 0
     fused, reference = ops["forward_all"]["kernel_ops"], ops["forward_all_reference"]["kernel_ops"]
     assert fused <= 0.72 * reference, (fused, reference, ops["forward_all"]["by_op"])
+
+
+def test_use_fast_path_false_runs_the_segment_reference():
+    """SANComposition(use_fast_path=False).forward_all is san_attention_ref (no attention call),
+    which gives the per-granularity `forward`'s numbers."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from fairseq_mgsa.modules.mgsa.composition import token_slots
+    from fairseq_mgsa.modules.mgsa.san_attention import san_attention_ref
+
+    class Seen(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.names = set()
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.names.add(func.name())
+            return func(*args, **(kwargs or {}))
+
+    mask = padding_mask(True)
+    phrase_index, P = phrases(mask, 3)
+    fast = composition(3)
+    comp = SANComposition(3, C, D, use_fast_path=False).double()
+    comp.load_state_dict(fast.state_dict())
+    x = tokens(mask, False).detach()
+    with Seen() as seen:
+        out = comp.forward_all(x, phrase_index, P)
+    assert not any("attention" in n for n in seen.names), seen.names
+    assert torch.equal(out, san_attention_ref(x, phrase_index, P, comp.q_weight, comp.q_bias, comp.k_weight,
+                                              comp.k_bias, comp.scaling))
+    index, S = token_slots(phrase_index, P)
+    B = len(LENGTHS)
+    flat = x.reshape(-1, C)
+    for j in range(3):  # granularity by granularity, the module's own `forward`
+        want = comp(flat, index[j], S, granularity=j)[:B * P].view(B, P, C)
+        torch.testing.assert_close(out[j], want, atol=1e-12, rtol=1e-12)
