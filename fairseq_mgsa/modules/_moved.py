@@ -10,7 +10,10 @@ import importlib.util
 import sys
 import warnings
 
-PACKAGE = "fairseq_mgsa.modules"
+# this package's name: "fairseq_mgsa.modules", or another where a checkout is imported under
+# another name (benchmarks compare two checkouts so)
+PACKAGE = __name__.rpartition(".")[0]
+ROOT = PACKAGE.rpartition(".")[0]
 
 # old name under fairseq_mgsa.modules -> the module that holds it now (merged files: the one
 # holding their names)
@@ -45,8 +48,12 @@ MOVED = {
 }
 
 
+def new_name(old: str) -> str:
+    return ROOT + MOVED[old][len("fairseq_mgsa"):]
+
+
 def message(old: str) -> str:
-    return f"{PACKAGE}.{old} moved to {MOVED[old]}; the old name goes in the next release"
+    return f"{PACKAGE}.{old} moved to {new_name(old)}; the old name goes in the next release"
 
 
 class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -61,7 +68,7 @@ class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def exec_module(self, module):
         old = module.__name__.rpartition(".")[2]
-        new = importlib.import_module(MOVED[old])
+        new = importlib.import_module(new_name(old))
         warnings.warn(message(old), FutureWarning, stacklevel=_user_frame())
         # the import system returns what sys.modules holds under the name after exec_module:
         # the new module itself, not the placeholder
@@ -84,7 +91,7 @@ def _user_frame() -> int:
 
 
 def install():
-    if not any(isinstance(f, _Alias) for f in sys.meta_path):
+    if not any(isinstance(f, _Alias) for f in sys.meta_path):  # (one per copy: each its own _Alias class)
         # first, so that nothing else (a stale file of an old install) answers for the old names
         sys.meta_path.insert(0, _Alias())
 
