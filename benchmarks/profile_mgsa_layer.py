@@ -16,7 +16,7 @@ layer and fairseq's TransformerEncoderLayerBase at the same size, feeds both the
 The MG-SA layer is measured twice: as it runs here ("after": on a CPU the phrase
 composition runs granularity by granularity) and in the layout it takes on a GPU ("after,
 GPU layout": every granularity composed in one set of operations; see
-fairseq_mgsa/modules/composition.py). The second is the operation count a launch-bound
+fairseq_mgsa/modules/mgsa/composition.py). The second is the operation count a launch-bound
 device sees; its CPU time shows why a CPU does not take it.
 
 With --before DIR (a checkout of an earlier version, e.g. `git worktree add` or `git archive`
@@ -124,9 +124,9 @@ def profile(model, batch_size, a, before_layer=None):
     import inspect
 
     from fairseq.modules.transformer_layer import TransformerEncoderLayerBase
-    from fairseq_mgsa.modules.granularities import Granularities
-    from fairseq_mgsa.modules.mgsa_encoder_layer import MGSAEncoderLayer
-    from fairseq_mgsa.modules.partition import build_partitions
+    from fairseq_mgsa.modules.mgsa.granularities import Granularities
+    from fairseq_mgsa.modules.mgsa.encoder_layer import MGSAEncoderLayer
+    from fairseq_mgsa.modules.mgsa.partition import build_partitions
 
     cfg = layer_config(MODELS[model])
     granularities = Granularities.parse(cfg.mgsa_granularities)  # as the MG-SA encoder parses it

@@ -201,7 +201,7 @@ def main(argv=None):
     a = get_parser().parse_args(argv)
     torch.set_num_threads(a.threads)
     import fairseq_mgsa
-    from fairseq_mgsa.modules.phrase_based_attention import PhraseBasedAttention
+    from fairseq_mgsa.modules.pba.attention import PhraseBasedAttention
     classes = {"fairseq MHA": None, "after": PhraseBasedAttention}
     if a.before:
         classes["before"] = load_before(a.before)

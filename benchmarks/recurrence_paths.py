@@ -21,7 +21,7 @@ import time
 
 import torch
 
-from fairseq_mgsa.modules import recurrence_cells, recurrence_loops
+from fairseq_mgsa.ops import recurrence as recurrence_loops, recurrence_path as recurrence_cells
 
 from benchmarks.run_outputs import default_out, git_info
 
@@ -44,7 +44,7 @@ def inputs(Gr, B, P, D, chunk_size, dtype, device):
 def path_functions(path, chunk_size):
     """(forward(xg, w), backward(z, c, w, d_out)) of one path, each returning its outputs."""
     if path == "loop":
-        from fairseq_mgsa.modules import recurrence_triton_loop as k
+        from fairseq_mgsa.ops.triton import recurrence_loop as k
         if chunk_size:
             return (lambda xg, w: k.onlstm_recurrence(xg, w, chunk_size),
                     lambda z, c, w, d: k.onlstm_recurrence_backward(z, c, w, d, chunk_size))
@@ -124,7 +124,7 @@ def main(argv=None):
                             row[path + "_error"] = f"{type(e).__name__}: {e}"[:400]
                     os.environ.pop("MGSA_NO_TRITON", None)
                     if "loop" in paths and "loop_error" not in row:
-                        from fairseq_mgsa.modules import recurrence_triton_loop as k
+                        from fairseq_mgsa.ops.triton import recurrence_loop as k
                         fk = k._onlstm_loop_fwd if cs else k._lstm_loop_fwd
                         bk = k._onlstm_loop_bwd if cs else k._lstm_loop_bwd
                         row["loop_fwd_compiled"], row["loop_bwd_compiled"] = compiled_info(fk), compiled_info(bk)

@@ -294,7 +294,7 @@ def as_on_gpu(model):
     """Sets the choices the plugin's modules make by device as a GPU makes them, so that a count
     on the CPU counts what a GPU runs: PhraseMemory composes every granularity at once (the
     CPU layout composes them one by one). Returns how many modules were set."""
-    from fairseq_mgsa.modules.phrase_memory import PhraseMemory
+    from fairseq_mgsa.modules.mgsa.phrase_memory import PhraseMemory
 
     n = 0
     for m in model.modules():

@@ -32,7 +32,7 @@ from torch import nn
 
 from .. import shared_embeddings
 from ..errors import MGSAError
-from ..modules.mask_cache import share_mask_cache
+from ..modules.shared.mask_cache import share_mask_cache
 
 # fairseq's sizes, by the suffix of the plugin's architecture names: base (d 512, ffn 2048,
 # 8 heads), big (d 1024, ffn 4096, 16 heads, dropout 0.3), IWSLT (d 512, ffn 1024, 4 heads)

@@ -10,10 +10,10 @@ Options (dataclass fields, so fairseq-hydra-train sees them too): --hysan-encode
 --hysan-decoder-layers, --max-relative-positions.
 
 --max-relative-positions K (0, off, by default) adds Shaw et al.'s relative position
-representations (modules/relative_attention.py) to every self-attention of both stacks: inside
+representations (modules/relative/attention.py) to every self-attention of both stacks: inside
 HySAN's layers the relative key term enters the one score matrix before the branches' masks
-(modules/hybrid_relative.py), and the layers that keep fairseq's attention get fairseq's layers
-with relative self-attention (modules/relative_layers.py).
+(modules/hysan/relative.py), and the layers that keep fairseq's attention get fairseq's layers
+with relative self-attention (modules/relative/layers.py).
 """
 
 from dataclasses import dataclass, field
@@ -23,10 +23,10 @@ from fairseq.models import register_model
 from fairseq.models.transformer import TransformerDecoderBase, TransformerEncoderBase
 
 from ..errors import MGSAError
-from ..modules.branch_fusion import FUSIONS
-from ..modules.hybrid_attention import Branch, parse_branches
-from ..modules.hysan_layers import HySANDecoderLayer, HySANEncoderLayer
-from ..modules.relative_layers import RelativeDecoderLayer, RelativeEncoderLayer
+from ..modules.hysan.attention import Branch, parse_branches
+from ..modules.hysan.branch_fusion import FUSIONS
+from ..modules.hysan.layers import HySANDecoderLayer, HySANEncoderLayer
+from ..modules.relative.layers import RelativeDecoderLayer, RelativeEncoderLayer
 from .base import SIZES, MethodTransformerModel, parse_layers, place_layers
 from .relative_transformer import HELP as RELATIVE_HELP, check_relative_options
 

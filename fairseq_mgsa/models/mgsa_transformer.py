@@ -18,10 +18,10 @@ from mgsa_preprocess.phrase_files import tag_dictionary_path
 from torch import Tensor
 
 from ..errors import MGSAError
-from ..modules.granularities import SYNTACTIC, Granularities, Granularity
-from ..modules.mgsa_encoder_layer import MGSAEncoderLayer
-from ..modules.partition import Partition, build_partitions
-from ..modules.phrase_memory import ComposedPhrases
+from ..modules.mgsa.encoder_layer import MGSAEncoderLayer
+from ..modules.mgsa.granularities import SYNTACTIC, Granularities, Granularity
+from ..modules.mgsa.partition import Partition, build_partitions
+from ..modules.mgsa.phrase_memory import ComposedPhrases
 from .base import SIZES, MethodTransformerModel, parse_layers, place_layers
 
 
@@ -67,7 +67,7 @@ class MGSATransformerEncoder(TransformerEncoderBase):
 
     def build_partitions(self, padding_mask: Tensor, src_phrase_lengths: Optional[Tensor],
                          src_phrase_counts: Optional[Tensor]) -> Dict[str, Partition]:
-        """The partition of each phrase granularity (modules/partition.py, build_partitions)."""
+        """The partition of each phrase granularity (modules/mgsa/partition.py, build_partitions)."""
         return build_partitions(self.granularities, padding_mask, src_phrase_lengths, src_phrase_counts)
 
     def phrase_tag_logits(self, encoder_out) -> List[Tuple[Union[int, Tuple[int, ...]], Tensor, object]]:

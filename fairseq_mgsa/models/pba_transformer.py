@@ -14,9 +14,9 @@ from fairseq.models import register_model
 from fairseq.models.transformer import TransformerDecoderBase, TransformerEncoderBase
 
 from ..errors import MGSAError
-from ..modules.pba_layers import PBADecoderLayer, PBAEncoderLayer
-from ..modules.pba_options import PBAOptions
-from ..modules.phrase_based_attention import PhraseBasedAttention
+from ..modules.pba.attention import PhraseBasedAttention
+from ..modules.pba.layers import PBADecoderLayer, PBAEncoderLayer
+from ..modules.pba.options import PBAOptions
 from .base import SIZES, MethodTransformerModel, parse_layers, place_layers
 
 

@@ -1,5 +1,5 @@
 """`relative_transformer`: fairseq's Transformer with self-attention over relative position
-representations (Shaw et al., NAACL 2018; modules/relative_attention.py) in every encoder and
+representations (Shaw et al., NAACL 2018; modules/relative/attention.py) in every encoder and
 decoder layer; cross-attention, FFN, residuals, norms and embeddings are fairseq's own.
 
 Absolute positions stay as fairseq's options make them: fairseq's sinusoidal (or learned)
@@ -16,7 +16,7 @@ from fairseq.models import register_model
 from fairseq.models.transformer import TransformerDecoderBase, TransformerEncoderBase
 
 from ..errors import MGSAError
-from ..modules.relative_layers import RelativeDecoderLayer, RelativeEncoderLayer
+from ..modules.relative.layers import RelativeDecoderLayer, RelativeEncoderLayer
 from .base import SIZES, MethodTransformerModel, wrap_layer
 
 HELP = ("clipping distance k of the relative position representations: keys further than k positions away "

@@ -167,9 +167,9 @@ def test_the_plugins_device_choices_are_counted_as_a_gpu_makes_them():
     # tensor work); recurrence_path.py picks, inside a registered operator (a cell, or the whole
     # recurrence), the Triton kernel or the torch arithmetic, which the count sees once either
     # way (test_recurrence.py checks it)
-    same_count = {"fairseq_mgsa/fairseq_patches/bf16.py", "fairseq_mgsa/modules/recurrence_path.py"}
-    assert sorted(b for b in branches if b not in same_count) == ["fairseq_mgsa/modules/phrase_memory.py"]
-    from fairseq_mgsa.modules.phrase_memory import PhraseMemory
+    same_count = {"fairseq_mgsa/fairseq_patches/bf16.py", "fairseq_mgsa/ops/recurrence_path.py"}
+    assert sorted(b for b in branches if b not in same_count) == ["fairseq_mgsa/modules/mgsa/phrase_memory.py"]
+    from fairseq_mgsa.modules.mgsa.phrase_memory import PhraseMemory
     model = torch.nn.Sequential(PhraseMemory(3, 16, 8, "san", "onlstm", 4))
     assert model[0].compose_all_at_once is None
     assert op_counts.as_on_gpu(model) == 1 and model[0].compose_all_at_once is True

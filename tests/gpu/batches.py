@@ -8,8 +8,8 @@ from typing import Dict, List, Sequence, Tuple
 import torch
 from torch import Tensor
 
-from fairseq_mgsa.modules.granularities import Granularities
-from fairseq_mgsa.modules.partition import Partition, build_partitions
+from fairseq_mgsa.modules.mgsa.granularities import Granularities
+from fairseq_mgsa.modules.mgsa.partition import Partition, build_partitions
 
 # the paper's syntactic MG-SA (the mgsa_syntactic system): words and three tree levels
 SYNTACTIC = "word,syn1,syn2,syn3"

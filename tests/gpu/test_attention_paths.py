@@ -16,7 +16,7 @@ import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from fairseq_mgsa.modules import MultiGranularitySelfAttention
-from fairseq_mgsa.modules.hybrid_attention import HybridMultiheadAttention, parse_branches
+from fairseq_mgsa.modules.hysan.attention import HybridMultiheadAttention, parse_branches
 
 from .batches import SYNTACTIC, assert_within, lengths_of_batch, padding_mask, relative_errors, rounded, \
     syntactic_batch

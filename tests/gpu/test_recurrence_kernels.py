@@ -1,6 +1,6 @@
 """The phrase-interaction recurrence on a GPU at the model's own widths: the persistent loop
-kernels (recurrence_triton_loop.py) called directly, and the recurrence through its path
-selection (recurrence_path.py), forward and gradients against float64; the path each width
+kernels (ops/triton/recurrence_loop.py) called directly, and the recurrence through its path
+selection (ops/recurrence_path.py), forward and gradients against float64; the path each width
 takes; a 64 KiB device simulated; determinism; a second device.
 
 D = 128 is the base model's width (3 phrase granularities), 256 the big model's, 1024 all 16
@@ -15,8 +15,8 @@ import os
 import pytest
 import torch
 
-from fairseq_mgsa.modules import recurrence_loops, recurrence_path
-from fairseq_mgsa.modules.recurrence import recurrence
+from fairseq_mgsa.ops import recurrence as recurrence_loops, recurrence_path
+from fairseq_mgsa.ops.recurrence import recurrence
 
 from tests.gpu.conftest import rehearsal
 
@@ -67,7 +67,7 @@ def torch_path(fn):
 
 
 def loop_module():
-    from fairseq_mgsa.modules import recurrence_triton_loop
+    from fairseq_mgsa.ops.triton import recurrence_loop as recurrence_triton_loop
     return recurrence_triton_loop
 
 
@@ -171,7 +171,7 @@ def test_a_device_of_little_shared_memory_trains_the_big_model_with_one_granular
         out.float().pow(2).mean().backward()
         return [p.grad.clone() for p in attn.parameters() if p.grad is not None]
 
-    with caplog.at_level(logging.INFO, logger="fairseq_mgsa.modules.recurrence_path"):
+    with caplog.at_level(logging.INFO, logger="fairseq_mgsa.ops.recurrence_path"):
         got = grads()
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
     taken = recurrence_path.paths_taken()

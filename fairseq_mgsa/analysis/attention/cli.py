@@ -20,7 +20,7 @@ per --batch-size sentences. docs/analyses.md shows the figures. For each sentenc
     <sentence>_m<k>_pba_layer<L>.png   phrase-based attention over the n-grams of each size
     <sentence>_m<k>_hysan_layer<L>.png HySAN: every branch
     <sentence>_m<k>_<prefix>_layer<L>.png  another method: the parts its attention keeps
-                                    (modules/extra_weights.py), under the prefix it names
+                                    (modules/shared/extra_weights.py), under the prefix it names
     <sentence>_cross.png            decoder cross-attention of the last layer (--cross-attention)
     manifest.json                   files, shapes, checkpoints, the <unk> share of the input, figures
                                     capped in size, and the time each figure took

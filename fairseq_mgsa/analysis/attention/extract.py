@@ -7,7 +7,7 @@ h x T x T, phrase heads h x T x P) with _spans (P x 2, token [start, end)) and _
 m<k>_pba<l>_ngram<n> (h x T x T, key s = the n-gram ending at token s); m<k>_hysan<l>_<branch>;
 m<k>_target_tokens and m<k>_cross<l> (H x U x T) with --cross-attention.
 
-The keys under a method's name are the parts its attention module keeps (modules/extra_weights.py,
+The keys under a method's name are the parts its attention module keeps (modules/shared/extra_weights.py,
 the one interface every method's module implements): nothing here knows a method."""
 
 from argparse import Namespace
@@ -18,7 +18,7 @@ import torch
 import torch.nn as nn
 from fairseq.data import data_utils
 
-from ...modules.extra_weights import KeptWeights
+from ...modules.shared.extra_weights import KeptWeights
 from .recorder import AttentionRecorder
 
 
@@ -91,7 +91,7 @@ def sentence_arrays(task, batch, b: int, recorder, hypotheses, k: int) -> Dict[s
 
 
 def part_arrays(task, batch, b: int, real: torch.Tensor, part: KeptWeights, key: str) -> Dict[str, np.ndarray]:
-    """A kept part of sentence b (modules/extra_weights.py): h x T x T over tokens, or h x T x P
+    """A kept part of sentence b (modules/shared/extra_weights.py): h x T x T over tokens, or h x T x P
     over its phrases with their spans (P x 2) and tags."""
     heads = part.probs[b].index_select(1, real)  # h x T x K
     if part.phrase_index is None:

@@ -175,7 +175,7 @@ def figures(name: str, arrays: Dict[str, np.ndarray], labels: List[str], layer: 
 
     for k, label in enumerate(labels):
         tokens = list(arrays[f"m{k}_tokens"])
-        # a method's parts (modules/extra_weights.py), found by their keys m<k>_<prefix><l>_<part>:
+        # a method's parts (modules/shared/extra_weights.py), found by their keys m<k>_<prefix><l>_<part>:
         # parts listed in head order (<prefix><l>_groups, MG-SA's) are drawn for every layer that
         # has them, the others for the layer drawn
         found = {}

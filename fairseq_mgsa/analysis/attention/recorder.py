@@ -1,7 +1,7 @@
 """The attention weights of a model's own modules, asked for the fairseq way: forward hooks that
 call every attention module with need_weights / need_head_weights (no second implementation),
 and, from every method's module, what it keeps through the one interface they all implement
-(modules/extra_weights.py): nothing here knows a method."""
+(modules/shared/extra_weights.py): nothing here knows a method."""
 
 from functools import partial
 from typing import Dict, List
@@ -10,7 +10,7 @@ import torch
 import torch.nn as nn
 from fairseq.modules import MultiheadAttention
 
-from ...modules.extra_weights import ExtraAttentionWeights, KeptWeights, token_level_weights, weights_from_output
+from ...modules.shared.extra_weights import ExtraAttentionWeights, KeptWeights, token_level_weights, weights_from_output
 
 
 class AttentionRecorder:

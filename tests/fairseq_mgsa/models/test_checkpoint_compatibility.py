@@ -4,7 +4,7 @@ fairseq stores an argparse-configured model's options in the checkpoint as it re
 `cfg["model"]` is an argparse.Namespace holding the command line's strings and numbers
 (`mgsa_granularities="word,syn1,syn2,syn3"`), and checkpoints older than fairseq's hydra
 configs hold that Namespace under "args" instead. The plugin parses its options into its
-own types when it builds a model (modules/granularities.py); those types must never reach
+own types when it builds a model (modules/mgsa/granularities.py); those types must never reach
 the checkpoint, and checkpoints written in either layout must still load and decode.
 
 For every registered system at the tiny size, the test builds the model from the system's

@@ -14,7 +14,7 @@ from omegaconf import OmegaConf
 import fairseq_mgsa
 from fairseq_mgsa import MGSAError
 from fairseq_mgsa.models.hysan_transformer import HySANTransformerModel, parse_layers
-from fairseq_mgsa.modules.hybrid_attention import HybridMultiheadAttention
+from fairseq_mgsa.modules.hysan.attention import HybridMultiheadAttention
 
 USER_DIR = os.path.dirname(os.path.abspath(fairseq_mgsa.__file__))
 TINY = ["--encoder-layers", "2", "--decoder-layers", "2", "--encoder-embed-dim", "16",
@@ -247,7 +247,7 @@ def test_masks_are_combined_once_per_stack_and_forward(model, monkeypatch):
     """The encoder's and the decoder's hybrid layers share one MaskCache: fairseq hands each of
     a stack's layers the same padding mask and attn_mask, so a forward combines the masks once
     per stack, not once per layer; a new batch (new padding masks) builds again."""
-    from fairseq_mgsa.modules.mask_cache import MaskCache
+    from fairseq_mgsa.modules.shared.mask_cache import MaskCache
 
     built = []
     get = MaskCache.get

@@ -1,11 +1,11 @@
 """The models whose attention derives masks from fairseq's padding and causal masks (PBA, HySAN)
-build them once per batch and stack: one MaskCache (modules/mask_cache.py) shared by every
+build them once per batch and stack: one MaskCache (modules/shared/mask_cache.py) shared by every
 attention module of the encoder, another by the decoder's (models/base.py, place_layers)."""
 
 import pytest
 import torch
 
-from fairseq_mgsa.modules.mask_cache import MaskCache
+from fairseq_mgsa.modules.shared.mask_cache import MaskCache
 
 from tests.fairseq_mgsa.models.test_model import build
 

@@ -11,9 +11,9 @@ from fairseq.models.transformer import TransformerModel
 
 from fairseq_mgsa import MGSAError
 from fairseq_mgsa.models.pba_transformer import PBATransformerModel
-from fairseq_mgsa.modules.phrase_based_attention import PhraseBasedAttention
+from fairseq_mgsa.modules.pba.attention import PhraseBasedAttention
 from tests.fairseq_mgsa.models.test_model import USER_DIR, build
-from tests.fairseq_mgsa.modules.test_pba_modules import extra_parameters
+from tests.fairseq_mgsa.modules.pba.test_modules import extra_parameters
 
 COMBOS = list(itertools.product(["convkv", "queryk"], ["homogeneous", "heterogeneous", "interleaved"]))
 DEC2 = ["--decoder-layers", "2", "--dropout", "0.1", "--attention-dropout", "0.1"]

@@ -1,4 +1,4 @@
-"""PBA's options are parsed once when a model is built (modules/pba_options.py, PBAOptions) and
+"""PBA's options are parsed once when a model is built (modules/pba/options.py, PBAOptions) and
 that one value reaches every layer of both stacks; the options the checkpoint keeps stay the
 command line's strings."""
 
@@ -7,7 +7,7 @@ from fairseq.data import Dictionary
 from fairseq.tasks.translation import TranslationTask
 
 from fairseq_mgsa.models.pba_transformer import PBATransformerModel
-from fairseq_mgsa.modules.pba_options import PBAOptions
+from fairseq_mgsa.modules.pba.options import PBAOptions
 
 from tests.fairseq_runs import TINY, USER_DIR
 

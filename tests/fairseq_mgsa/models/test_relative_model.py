@@ -1,7 +1,7 @@
 """The registered `relative_transformer` and `hysan_transformer --max-relative-positions`:
 architectures, where the relative self-attention goes, its parameters at base size, bad options.
 (Padding, causality and incremental decoding with beam reorders: the registry's invariant tests,
-tests/benchmarks/test_system_invariants.py; the formula: tests/fairseq_mgsa/modules/test_relative_attention.py.)"""
+tests/benchmarks/test_system_invariants.py; the formula: tests/fairseq_mgsa/modules/relative/test_attention.py.)"""
 
 import re
 
@@ -12,9 +12,9 @@ from fairseq.modules import MultiheadAttention
 from fairseq.tasks.translation import TranslationTask
 
 from fairseq_mgsa import MGSAError
-from fairseq_mgsa.modules.hybrid_attention import HybridMultiheadAttention
-from fairseq_mgsa.modules.hybrid_relative import RelativeHybridMultiheadAttention
-from fairseq_mgsa.modules.relative_attention import RelativeMultiheadAttention
+from fairseq_mgsa.modules.hysan.attention import HybridMultiheadAttention
+from fairseq_mgsa.modules.hysan.relative import RelativeHybridMultiheadAttention
+from fairseq_mgsa.modules.relative.attention import RelativeMultiheadAttention
 from tests.fairseq_mgsa.models.test_hysan_model import PAD, TINY, USER_DIR, count, make_dict, sentence_batch
 
 HYSAN_TINY = ["--hysan-gate-reduction", "4"]  # the squeeze gate at width 16

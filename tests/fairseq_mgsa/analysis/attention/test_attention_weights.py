@@ -8,10 +8,10 @@ import torch.nn.functional as F
 from fairseq.modules import MultiheadAttention
 
 from fairseq_mgsa.analysis.attention.recorder import AttentionRecorder
-from fairseq_mgsa.modules.hybrid_attention import HybridMultiheadAttention, parse_branches
-from fairseq_mgsa.modules.multi_granularity_attention import MultiGranularitySelfAttention
-from fairseq_mgsa.modules.partition import ngram_partition, spans_to_partition
-from fairseq_mgsa.modules.phrase_based_attention import PhraseBasedAttention
+from fairseq_mgsa.modules.hysan.attention import HybridMultiheadAttention, parse_branches
+from fairseq_mgsa.modules.mgsa.attention import MultiGranularitySelfAttention
+from fairseq_mgsa.modules.mgsa.partition import ngram_partition, spans_to_partition
+from fairseq_mgsa.modules.pba.attention import PhraseBasedAttention
 
 C, H = 16, 4
 d = C // H

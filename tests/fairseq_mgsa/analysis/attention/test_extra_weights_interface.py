@@ -1,5 +1,5 @@
 """A method's attention module is read by mgsa-attention through the one interface of
-modules/extra_weights.py alone: a module written here, which implements only that interface,
+modules/shared/extra_weights.py alone: a module written here, which implements only that interface,
 has its weights recorded and extracted under its own npz keys with nothing in analysis/ naming it;
 and no file under analysis/ tests a module against a method's class."""
 
@@ -15,7 +15,7 @@ from fairseq.data import Dictionary
 import fairseq_mgsa
 from fairseq_mgsa.analysis.attention.extract import sentence_arrays
 from fairseq_mgsa.analysis.attention.recorder import AttentionRecorder
-from fairseq_mgsa.modules.extra_weights import ExtraAttentionWeights, KeptWeights
+from fairseq_mgsa.modules.shared.extra_weights import ExtraAttentionWeights, KeptWeights
 
 C, H = 8, 2
 
