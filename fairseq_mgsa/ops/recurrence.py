@@ -31,14 +31,14 @@ layouts: the LSTM's (i, f, g, o) as nn.LSTM, the ON-LSTM's (master f, master i, 
 with the master gates over chunks of `chunk_size` neurons (modules/mgsa/interaction.py).
 """
 
+import sys
 from typing import Callable, List, Optional
 
 import torch
 from torch import Tensor
 
-from . import recurrence_path  # registers the operators
-
-# the operators' namespace, resolved at call time (recurrence_path may still be importing this file)
+# the registered operators (recurrence_path.py, which the package imports first and which imports
+# this file's torch cells and step loop for its torch path), looked up at call time
 ops = getattr(torch.ops, "mgsa_recurrence")
 
 
@@ -251,11 +251,14 @@ def recurrence_ref(xg: Tensor, weight_hh: Tensor, chunk_size: int = 0) -> Tensor
     return torch.stack(hs, dim=2)
 
 
-# old names of this module (fairseq_mgsa.modules.recurrence_loops) had these from recurrence_path
-_FROM_PATH = {"register", "SCHEMAS", "NAMESPACE"}
+# the old name fairseq_mgsa.modules.recurrence_loops (this module now) also gave these of
+# recurrence_path's, which the package has imported before any use of this file: read from
+# there at access, so that this file does not import the one that imports it
+_FROM_PATH = {"register", "SCHEMAS", "NAMESPACE", "recurrence_path"}
 
 
 def __getattr__(name: str):
     if name in _FROM_PATH:
-        return getattr(recurrence_path, name)
+        path = sys.modules[__package__ + ".recurrence_path"]
+        return path if name == "recurrence_path" else getattr(path, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -35,6 +35,8 @@ from typing import Callable, Dict, Optional, Tuple
 import torch
 from torch import Tensor
 
+from . import recurrence as _torch  # its torch cells and step loop: the torch path
+
 logger = logging.getLogger(__name__)
 
 # The widest D the loop kernel is chosen for. Past it the kernel holds a gate group of
@@ -319,8 +321,6 @@ def register(schemas):
 
 _LIBRARY = register(SCHEMAS)
 ops = getattr(torch.ops, NAMESPACE)
-
-from . import recurrence as _torch  # noqa: E402 (a cycle: recurrence.py imports this file first)
 
 # the torch cells lived in fairseq_mgsa.modules.recurrence_cells, an old name of this module
 _TORCH_CELLS = {"lstm_cell_torch", "lstm_cell_backward_torch", "onlstm_cell_torch", "onlstm_cell_backward_torch"}

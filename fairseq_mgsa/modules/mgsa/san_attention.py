@@ -35,6 +35,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from .segments import flat_slots, phrases_of_slots, segment_max, segment_softmax, segment_sum, token_slots, \
+    tokens_per_granularity
+
 
 class SlotMax(torch.autograd.Function):
     """G x S x C: the max of each slot's tokens in each granularity (0 where a slot has none),
@@ -104,10 +107,6 @@ def san_attention_ref(x: Tensor, phrase_index: Tensor, P: int, q_weight: Tensor,
                       k_bias: Tensor, scaling: float) -> Tensor:
     """san_attention in the flat segment arithmetic of SANComposition.forward, every
     granularity's tokens copied onto one slot axis: the plain reference of the fused call."""
-    # composition.py imports this file; its segment helpers are imported when first needed
-    from .composition import flat_slots, phrases_of_slots, segment_max, segment_softmax, segment_sum, \
-        token_slots, tokens_per_granularity
-
     G, D = q_weight.shape[:2]
     B, T, C = x.shape
     N = B * T
