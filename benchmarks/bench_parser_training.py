@@ -1,6 +1,6 @@
 """Time of ``mgsa-train-parser`` on a treebank of the Penn Treebank's shape, and the dev F1 per epoch.
 
-The treebank is generated (benchmarks/ptb_shaped.py: 20-30 words, 26 labels; by default
+The treebank is generated (preprocess/synthetic/ptb_shaped.py: 20-30 words, 26 labels; by default
 3,000 training and 400 dev trees, the size of a WSJ section split). The command runs
 as a user runs it (``--quiet``, output to a pipe), its per-epoch lines shown as they come;
 figures are read from the model directory: the tagger's time, the setup before the
@@ -25,7 +25,7 @@ import sys
 import time
 
 
-from benchmarks.ptb_shaped import write_treebank
+from mgsa_preprocess.synthetic.ptb_shaped import write_treebank
 from benchmarks.run_outputs import default_out, write_json
 
 

@@ -1,6 +1,6 @@
 """Parsing throughput of ``--parser stanza`` with a parser trained by ``mgsa-train-parser``, offline.
 
-Sentences are the test split of the generated PTB-shaped treebank (benchmarks/ptb_shaped.py,
+Sentences are the test split of the generated PTB-shaped treebank (preprocess/synthetic/ptb_shaped.py,
 20-30 words). Each setting runs in fresh worker processes (torch's thread count is per
 process) that load the parser as mgsa-preprocess does (preprocess/parse.py's
 StanzaParser), parse a few sentences to warm up, then time ``parse_lines`` (the code
@@ -47,7 +47,7 @@ def worker(a):
 
 
 def quick_model(work: str) -> str:
-    from benchmarks.ptb_shaped import write_treebank
+    from mgsa_preprocess.synthetic.ptb_shaped import write_treebank
 
     data, out = os.path.join(work, "treebank3000"), os.path.join(work, "parser")
     write_treebank(data, (("train", 3000), ("dev", 400), ("test", 0)), seed=1)
@@ -112,7 +112,7 @@ def main():
         return worker(a)
     os.makedirs(a.work, exist_ok=True)
     if a.input is None:
-        from benchmarks.ptb_shaped import write_treebank
+        from mgsa_preprocess.synthetic.ptb_shaped import write_treebank
 
         write_treebank(os.path.join(a.work, "treebank"), (("train", 0), ("dev", 0), ("test", 400)), seed=1)
         a.input = os.path.join(a.work, "treebank", "test.txt")

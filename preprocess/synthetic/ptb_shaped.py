@@ -1,6 +1,6 @@
 """A generated treebank of the Penn Treebank's shape, for timing parser training and parsing.
 
-The project's grammar (mgsa_preprocess.synthetic) makes 5-15-word sentences over 6
+The project's grammar (the package's __init__.py) makes 5-15-word sentences over 6
 labels and 60 words; a parser learns it in seconds, so it says nothing about a real
 treebank's cost. This layer, over the grammar's ``Node``, makes sentences of 20-30
 words (resampled until the length is in range), 26 constituent labels besides ROOT
@@ -9,10 +9,11 @@ preprocess/trees.py, which collapses single-word constituents), 31 POS tags, and
 Zipf-distributed vocabulary of invented words (about 12,000 types): the WSJ's
 shape (~25 words, 26-27 labels, large vocabulary), none of its text.
 
-    python -m benchmarks.ptb_shaped --out DIR [--train 3000 --dev 400 --test 400]
+    python -m mgsa_preprocess.synthetic.ptb_shaped --out DIR [--train 3000 --dev 400 --test 400]
 
 writes ``{train,dev,test}.mrg`` (one tree per line) and ``{split}.txt`` (the words).
-Deterministic for a seed.
+Deterministic for a seed. The parser benchmarks (benchmarks/bench_parsing.py,
+benchmarks/bench_parser_training.py) time on it.
 """
 
 import argparse
@@ -21,8 +22,7 @@ import os
 import random
 from collections import Counter
 
-
-from mgsa_preprocess.synthetic import Node
+from . import Node
 
 # open classes: invented words, Zipf-distributed; closed classes: fixed lists
 OPEN = {"NN": 3000, "NNS": 1500, "NNP": 2500, "NNPS": 200, "JJ": 1500, "JJR": 100, "JJS": 100, "VB": 600,
