@@ -26,7 +26,7 @@ import sys
 import time
 
 
-from benchmarks.run_outputs import default_out, write_json
+from benchmarks.run_outputs import ROOT, default_out, write_json
 
 WMT = 4_500_000
 
@@ -57,18 +57,23 @@ def quick_model(work: str) -> str:
     return out
 
 
+def worker_command(a, threads: int, batch_size: int, start: int, end: int, output: str):
+    """(command, environment) of one worker process of a setting, parsing lines [start, end): this
+    module again, run as a module with the checkout on the path (it imports the benchmarks package)."""
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads),
+               PYTHONPATH=os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p))
+    return [sys.executable, "-m", "benchmarks.bench_parsing", "--worker", "--model", a.model, "--input", a.input,
+            "--output", output, "--threads", str(threads), "--batch-size", str(batch_size), "--start", str(start),
+            "--end", str(end)], env
+
+
 def measure(a, threads: int, batch_size: int, processes: int) -> dict:
     n_lines = sum(1 for _ in open(a.input))
-    cmds = []
-    for i in range(processes):
-        start, end = n_lines * i // processes, n_lines * (i + 1) // processes
-        cmds.append([sys.executable, __file__, "--worker", "--model", a.model, "--input", a.input, "--output",
-                     os.path.join(a.work, f"parsed.{i}"), "--threads", str(threads), "--batch-size",
-                     str(batch_size), "--start", str(start), "--end", str(end)])
-    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+    workers = [worker_command(a, threads, batch_size, n_lines * i // processes, n_lines * (i + 1) // processes,
+                              os.path.join(a.work, f"parsed.{i}")) for i in range(processes)]
     load_before = " ".join(f"{x:.2f}" for x in os.getloadavg())
     t0 = time.perf_counter()
-    procs = [subprocess.Popen(c, stdout=subprocess.PIPE, text=True, env=env) for c in cmds]
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env) for cmd, env in workers]
     outs = [json.loads(p.communicate()[0].strip().splitlines()[-1]) for p in procs]
     wall = time.perf_counter() - t0  # includes loading; the rate below uses the parsing time only
     n = sum(o["sentences"] for o in outs)
