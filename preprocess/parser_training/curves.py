@@ -1,10 +1,11 @@
 """Curves of mgsa-train-parser runs on a real treebank: dev tag accuracy and dev F1 against the minutes
 since the command started, read from each run's directory; results JSON and a plot.
 
-    python -m benchmarks.parser_wsj_curves --run NAME=DIR[:LOG] ... [--out JSON] [--plot PNG] [--append]
+    python -m mgsa_preprocess.parser_training.curves --run NAME=DIR[:LOG] ... --out JSON [--plot PNG] [--append]
 
---out: default benchmarks/runs/parser_wsj.json; the committed figures (docs/benchmarks-parser.md):
---out docs/results/parser_wsj.json. --append keeps the runs already in that JSON (the model
+--out is required: the figures come from model directories that may not last, so the JSON is kept
+where the user says (the committed figures of docs/benchmarks-parser.md: --out
+docs/results/parser_wsj.json). --append keeps the runs already in that JSON (the model
 directories of earlier sessions need not exist any more) and adds or replaces the runs given.
 
 DIR is a directory written by mgsa-train-parser (its mgsa_parser.json, with the test scores of
@@ -19,8 +20,6 @@ import json
 import os
 import re
 from datetime import datetime
-
-from benchmarks.run_outputs import default_out, write_json
 
 _STAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) INFO: (.*)$")
 
@@ -106,22 +105,33 @@ def plot(runs, path: str) -> None:
 def get_parser():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--run", action="append", required=True, metavar="NAME=DIR[:LOG]")
-    p.add_argument("--out", default=default_out("parser_wsj.json"),
-                   help="JSON output (default benchmarks/runs/parser_wsj.json)")
+    p.add_argument("--out", required=True, help="JSON output (docs/results/parser_wsj.json: the committed one)")
     p.add_argument("--plot", help="PNG of both curves")
     p.add_argument("--append", action="store_true", help="keep the runs of --out that are not given again")
     return p
 
 
-def main():
-    a = get_parser().parse_args()
+def main(argv=None):
+    p = get_parser()
+    a = p.parse_args(argv)
+    for spec in a.run:  # every input checked before any is read
+        name, _, place = spec.partition("=")
+        directory, _, log = place.partition(":")
+        if not name or not os.path.isfile(os.path.join(directory, "mgsa_parser.json")):
+            p.error(f"--run {spec}: expected NAME=DIR[:LOG], DIR a model directory of mgsa-train-parser "
+                    f"(no {os.path.join(directory, 'mgsa_parser.json')})")
+        if log and not os.path.isfile(log):
+            p.error(f"--run {spec}: {log}: no such log file")
     runs = [run_figures(*spec.split("=", 1)) for spec in a.run]
     if a.append and os.path.exists(a.out):
         with open(a.out) as f:
             given = {r["name"] for r in runs}
             runs = [r for r in json.load(f)["runs"] if r["name"] not in given] + runs
-    write_json(a.out, {"treebank": "NLTK WSJ sample, examples/common/split_treebank.py: 3,114 / 400 / 400 trees",
-                       "runs": runs}, indent=1)
+    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
+    with open(a.out, "w", encoding="utf-8") as f:
+        json.dump({"treebank": "NLTK WSJ sample, examples/common/split_treebank.py: 3,114 / 400 / 400 trees",
+                   "runs": runs}, f, indent=1)
+        f.write("\n")
     if a.plot:
         plot(runs, a.plot)
     for r in runs:

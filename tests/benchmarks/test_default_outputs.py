@@ -21,7 +21,7 @@ SCRIPTS = sorted([name for name in (os.path.basename(p)[:-3] for p in glob.glob(
                  + [os.path.basename(os.path.dirname(p)) for p in glob.glob(os.path.join(BENCHMARKS, "*", "__main__.py"))])
 # the files each script writes; every one must default into benchmarks/runs/
 WRITTEN = {"bench_training": ["out", "history"], "bench_parser_training": ["out"], "bench_parsing": ["out"],
-           "bench_preprocess": ["out"], "parser_wsj_curves": ["out"], "profile_mgsa_layer": ["out"],
+           "bench_preprocess": ["out"], "profile_mgsa_layer": ["out"],
            "profile_pba": ["out"], "op_counts": ["out"], "zh_real_text": ["out"], "recurrence_paths": ["out"]}
 
 
