@@ -190,6 +190,15 @@ def interleaved(measure, names, items, rounds=1, stop=None):
     return times
 
 
+def paired_ms(steps, iters):
+    """{k: [milliseconds of steps[k] in each round]}: every step once untimed, then `iters` rounds of
+    all of them back to back in rotating order (interleaved), by the host's clock: the profiles'
+    timing of a module against its baseline, steps[0]."""
+    for step in steps:
+        step()  # warm-up
+    return interleaved(lambda k, _: 1000 * clock(steps[k]), range(len(steps)), range(iters))
+
+
 def clock(fn, *args):
     """Seconds of fn(*args) by the host's clock."""
     t0 = time.perf_counter()
