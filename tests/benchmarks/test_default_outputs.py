@@ -2,6 +2,7 @@
 git ignores, never a tracked file of the checkout (the committed results in docs/results/ change
 only when a path there is given). The scripts are imported as `python -m benchmarks.X` runs them."""
 
+import argparse
 import glob
 import importlib
 import json
@@ -21,8 +22,7 @@ SCRIPTS = sorted([name for name in (os.path.basename(p)[:-3] for p in glob.glob(
                  + [os.path.basename(os.path.dirname(p)) for p in glob.glob(os.path.join(BENCHMARKS, "*", "__main__.py"))])
 # the files each script writes; every one must default into benchmarks/runs/
 WRITTEN = {"bench_training": ["out", "history"], "bench_parser_training": ["out"], "bench_parsing": ["out"],
-           "bench_preprocess": ["out"], "profile_mgsa_layer": ["out"],
-           "profile_pba": ["out"], "op_counts": ["out"], "zh_real_text": ["out"], "recurrence_paths": ["out"]}
+           "bench_preprocess": ["out"], "profile_layers": ["out"], "op_counts": ["out"], "zh_real_text": ["out"], "recurrence_paths": ["out"]}
 
 
 def in_git_checkout():
@@ -86,19 +86,25 @@ def test_the_runs_folder_is_ignored_and_apart_from_the_committed_results(load):
     assert_run_output(os.path.join(runs_folder(), "any.json"))
 
 
+def parsers(parser):
+    """The parser, or its sub-commands' where it has some (profile_layers)."""
+    subs = [a.choices.values() for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return [p for choices in subs for p in choices] or [parser]
+
+
 @pytest.mark.parametrize("script", sorted(WRITTEN))
 def test_default_outputs_lie_in_the_ignored_runs_folder(load, script):
-    parser = load(script).get_parser()
-    for dest in WRITTEN[script]:
-        if script in ("bench_training", "op_counts") and dest == "out":
-            continue  # made from --device and --arch-size: the next test
-        assert_run_output(parser.get_default(dest))
-    # and no other default of the parser points into the checkout outside benchmarks/runs/
-    for action in parser._actions:
-        default = action.default
-        if isinstance(default, str) and os.path.isabs(default) and \
-                os.path.commonpath([default, ROOT]) == ROOT:
-            assert_run_output(default)
+    for parser in parsers(load(script).get_parser()):
+        for dest in WRITTEN[script]:
+            if script in ("bench_training", "op_counts") and dest == "out":
+                continue  # made from --device and --arch-size: the next test
+            assert_run_output(parser.get_default(dest))
+        # and no other default of the parser points into the checkout outside benchmarks/runs/
+        for action in parser._actions:
+            default = action.default
+            if isinstance(default, str) and os.path.isabs(default) and \
+                    os.path.commonpath([default, ROOT]) == ROOT:
+                assert_run_output(default)
 
 
 def test_training_results_default_into_the_runs_folder(load):

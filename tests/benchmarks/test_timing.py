@@ -1,9 +1,9 @@
 """benchmarks/training/timing.py's paired timing, the one every benchmark uses (bench_training's
-training and decoding, profile_mgsa_layer, profile_pba): the order rotates from item to item and on
+training and decoding, profile_layers): the order rotates from item to item and on
 across rounds, the i-th values of two names are a pair, the rounds stop early when told, and the
 speed ratio is the baseline's time over the system's (> 1: faster)."""
 
-from benchmarks.training.timing import interleaved, paired, speed_ratios
+from benchmarks.training.timing import interleaved, paired, paired_ms, speed_ratios
 
 
 def test_the_order_rotates_and_the_values_pair_up():
@@ -35,3 +35,11 @@ def test_the_speed_ratio_is_the_baseline_time_over_the_system_time():
     assert speed_ratios(system, baseline) == [0.5, 1.0, 0.5]  # twice as slow: 0.5
     figures = paired(system, baseline, resamples=10)
     assert figures["speed_ratio_interleaved_median"] == 0.5 and figures["time_ratio_median"] == 2.0
+
+
+def test_the_profiles_warm_every_step_then_rotate():
+    calls = []
+    steps = [lambda: calls.append("a"), lambda: calls.append("b")]
+    times = paired_ms(steps, 3)
+    assert calls == ["a", "b"] + ["a", "b", "b", "a", "a", "b"]  # one untimed call each, then the rounds
+    assert list(times) == [0, 1] and all(len(t) == 3 and min(t) >= 0 for t in times.values())

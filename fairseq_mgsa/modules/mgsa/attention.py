@@ -248,7 +248,7 @@ class MultiGranularitySelfAttention(MultiheadAttention, ExtraAttentionWeights):
         (Gp x B x P x C) in one batched product, phrase slots padded from P to T. (A granularity
         with fewer than P phrases has its padding slots projected too: per-granularity products
         would save those FLOPs but cost more operations than they save on a CPU, see
-        benchmarks/profile_mgsa_layer.py.)"""
+        python -m benchmarks.profile_layers mgsa.)"""
         Gp, B, P, C = h_g.shape
         w, b = rows  # Gp x e x C, Gp x e
         src = h_g.reshape(Gp, B * P, C)

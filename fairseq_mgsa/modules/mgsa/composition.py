@@ -27,7 +27,7 @@ On a GPU, which is launch-bound here, `forward_all` launches a third as many ker
 three granularities. On a CPU it is the slower one: its Gr * N x C tensors are large enough
 that glibc returns them to the system when freed and page-faults them in on the next
 allocation (1.9x the per-granularity calls' time at batch 64,
-benchmarks/profile_mgsa_layer.py); the SAN composition's attention call is no faster there
+python -m benchmarks.profile_layers mgsa); the SAN composition's attention call is no faster there
 (91 ms forward and backward at base width, batch 64, one thread, against 87 for its segment
 arithmetic and 57 granularity by granularity). PhraseMemory picks by device.
 """
