@@ -1,47 +1,9 @@
-#!/usr/bin/env python
 """Training and decoding speed of the registered systems (fairseq_mgsa/systems.py) on identical batches.
 
-One run generates a parallel corpus with gold trees from the project's grammar
-(preprocess/synthetic.py), binarizes it with `mgsa-preprocess --trees-suffix tree
---joined-dictionary --levels 3`, builds one list of batches with the `mgsa_translation` task
-(fixed seed, --max-tokens; every batch carries the phrase fields, left out of the net_input of
-a model whose forward has no parameter for them) and, for every system (its architecture at
---arch-size, its options and its criterion, from the registry; the same seed, learning rate
-and label smoothing 0.1 for all):
-
-* its own run: --warmup untimed then --updates timed updates: updates/s, tokens/s (source +
-  target non-pad tokens), peak memory (on CPU measured again in a process of its own,
-  training/memory.py says why), parameters;
-* the interleaved run (unless --no-interleave): all systems live at once and every timed batch
-  trains each of them back to back in rotating order, so that a machine whose speed drifts (a
-  shared virtual CPU varies by 10% from run to run) slows them alike; per batch the paired
-  time ratio against the baseline; reported: its median and quartiles (the spread);
-* FLOPs of one update on the first batch (torch.utils.flop_counter.FlopCounterMode, forward +
-  backward) and the overhead ratio = time ratio / FLOP ratio against the baseline: 1 when a
-  system costs exactly its extra arithmetic, above 1 when it spends time on something else
-  (small kernels, host work);
-* kernel operators and host synchronisations of a second update on that batch
-  (benchmarks/op_counts; Adam with foreach, as on a GPU): what a launch-bound GPU step pays
-  for, countable on the CPU; the kernel-operator ratio against the baseline;
-* decoding (unless --no-decode): fairseq-generate --beam 4 of the checkpoint of its own run on
-  the test split of the same corpus, every hypothesis --decode-len tokens long
-  (training/decoding.py says why), sentences/s and the paired ratio over --decode-rounds rounds;
-  then, in this process, the same decoding measured like training (training/decode_steps.py):
-  FLOPs per generated token (FlopCounterMode around fairseq's beam search, encoder and
-  incremental decoder steps), the decoding FLOP ratio, the paired per-batch time ratio over
-  --decode-step-rounds interleaved rounds with its interval, and the decoding overhead ratio
-  = decoding time ratio / decoding FLOP ratio;
-* the share of the device's arithmetic rate each system's update uses (unless --no-interleave):
-  FLOPs per update over the median interleaved update time, against the data sheet's peak for
-  the dtype and against a large matrix product measured at the start (training/arithmetic.py);
-* a fixed copy-throughput probe (GB/s of a 256 MB tensor copy, at the start and the end of the
-  run), so that runs on different or differently loaded machines can be told apart.
-
-The parts, each one sitting: training/data.py (corpus, batches), training/timing.py (the
-update, own and interleaved timing, FLOPs), training/decoding.py, training/profile.py
-(--profile), training/results.py (ratios, the JSON, the history line, the summary),
-training/report.py (paper figures, targets, tables, the README's table), training/env.py
-(device, peak memory on CPU).
+docs/benchmarks.md says what one run measures, figure by figure: every system's own run (updates/s,
+tokens/s, peak memory), all of them interleaved on every batch (paired time ratios), FLOPs and kernel
+operators per update, decoding (fairseq-generate, then in this process), the share of the device's
+arithmetic rate and a copy-throughput probe. The parts: training/ (its __init__.py lists them).
 
     python -m benchmarks.bench_training --arch-size tiny --updates 20
     python -m benchmarks.bench_training --arch-size base --updates 30 --warmup 3 --max-tokens 1024 --readme
@@ -49,11 +11,9 @@ training/report.py (paper figures, targets, tables, the README's table), trainin
     python -m benchmarks.bench_training --readme-from docs/results/training_cpu_base.json
 
 Writes benchmarks/runs/training_<device>_<arch-size>.json (or --out) and appends one line to
-benchmarks/runs/history.jsonl (or --history); git ignores benchmarks/runs/ (run_outputs.py): a
-result to commit is written where asked, --out docs/results/NAME.json --history
-docs/results/history.jsonl. --readme rewrites the table of docs/benchmarks.md (or of the
-file given, between its bench-training markers) from that JSON. Systems: --systems picks some of the registry;
---define 'mgsa_lstm=mgsa_ngram --mgsa-interaction lstm' adds a variant of a registered system.
+benchmarks/runs/history.jsonl (or --history); a result to commit is written where asked, --out
+docs/results/NAME.json --history docs/results/history.jsonl. --readme rewrites the table of
+docs/benchmarks.md (or of the file given, between its bench-training markers) from that JSON.
 """
 
 import argparse
@@ -235,18 +195,8 @@ def run(a, chosen, device, out):
     workdir = tempfile.mkdtemp(prefix="mgsa_bench_")
     t_start = time.perf_counter()
     try:
-        if a.data:
-            data, phrases = a.data, None
-        else:
-            n_train = a.train_sentences or bdata.train_sentences(n_batches, a.max_tokens, a.sentences_per_line)
-            logger.info("generating %d training sentences and binarizing them in %s", n_train, workdir)
-            data, phrases = bdata.make_data(workdir, n_train, a.decode_sentences, a.seed, a.sentences_per_line)
-
-        common = bdata.common_args(a, data, user_dir_path)
-        all_args = {s.name: bdata.parse(common + s.train_args(a.arch_size)) for s in chosen}
-        task, batches = bdata.build_batches(bdata.parse(common + ["--task", a.task, "--arch", "transformer",
-                                                         "--criterion", "label_smoothed_cross_entropy"]),
-                                            n_batches, device)
+        data, phrases, common, all_args, task, batches = bdata.prepare(a, chosen, workdir, device, n_batches,
+                                                                       n_batches, a.decode_sentences)
         pad = task.source_dictionary.pad()
         timed = batches[a.warmup:]
         tokens = sum(bdata.count_tokens(b, pad) for b in timed)
@@ -294,12 +244,11 @@ def run(a, chosen, device, out):
                    for s in chosen}
         if device.type == "cpu":
             # the own runs' peak depends on the models before them: each one again alone (memory.py)
-            batch_argv = common + ["--task", a.task, "--arch", "transformer", "--criterion",
-                                   "label_smoothed_cross_entropy"]
             for s in chosen:
                 r = results[s.name]
                 r["peak_mem_MB_in_process"] = r["peak_mem_MB"]
-                r["peak_mem_MB"] = memory.measure(common + s.train_args(a.arch_size), batch_argv, len(own), a)
+                r["peak_mem_MB"] = memory.measure(common + s.train_args(a.arch_size), bdata.batch_argv(a, common),
+                                                  len(own), a)
                 logger.info("[memory] %-24s peak %7.0f MB in a process of its own (%.0f MB in this one)",
                             s.name, r["peak_mem_MB"], r["peak_mem_MB_in_process"])
 

@@ -2,54 +2,12 @@
 aten operators that run a kernel on the device, and the host-device synchronisations (the
 counter; `python -m benchmarks.op_counts`, __main__.py, prints them for the registered systems).
 
-At the benchmark's batch sizes a GPU update is bound by kernel launches and by the host
-waiting for the device, not by arithmetic (docs/benchmarks.md, "Operators and
-synchronisations"): the number of kernel operators per update predicts a system's GPU time
-where FLOPs do not, and a CPU can count them.
-
 OpCounter is a TorchDispatchMode, so it sits below autograd: it sees the backward's operators
 (and activation checkpointing's recomputation) as they are dispatched, the optimizer's, and the
 forward's after every composite operator (matmul, reshape, layer_norm, ...) has been decomposed
-into what runs. Rules:
-
-* a kernel operator is any dispatched operator but
-  - a view: one that writes nothing (no mutable alias in its schema) and returns only tensors
-    on the storage of an input (view, transpose, expand, slice, select, unbind, detach, alias,
-    _unsafe_view, lift_fresh): it changes metadata and launches nothing;
-  - a bare allocation (empty, empty_strided, empty_like, new_empty, ...): the caching
-    allocator, no kernel;
-  - host-side scalar work: an operator whose tensor inputs all live on the host. On a GPU a
-    tensor is on the host when it is on the CPU; counting on the CPU, a tensor is host-side
-    when it is 0-dim and came from outside the count (not a parameter, not requiring grad:
-    the optimizer's step counters), or a factory made it 0-dim (torch.tensor(1.0)), or a bare
-    allocation made it from no device data (its contents then written by the host, as
-    torch._shape_as_tensor does: fairseq's sinusoidal positions read the batch's size from
-    one), or a host-side operator made it, and no operator has written device data into it since
-    (GradScaler's found_inf flag). Anything else, parameters, batch and what is computed from
-    them, is device data. (A 0-dim tensor made with device= on a GPU is thus taken for a host
-    one on the CPU: rare, and it errs towards fewer operators.)
-  - an operator that returns no tensor and writes none (a Python value, a size): a
-    synchronisation or metadata.
-  A foreach operator (_foreach_mul_ over every parameter) counts once: one dispatch, a few
-  multi_tensor_apply launches on a GPU.
-* what a GPU runs, where the CPU runs something else: dropout is one fused native_dropout on
-  a GPU and bernoulli_, div_ and mul on the CPU (torch's dropout picks by device): the three
-  count as one, native_dropout (its backward, one mul by the mask, stays one operator, as
-  native_dropout_backward on a GPU); and as_on_gpu() sets the plugin's own device-dependent
-  choices as on a GPU (PhraseMemory composes every granularity at once there).
-* a host synchronisation is an operator that makes the host wait for device data:
-  _local_scalar_dense (.item(), int(), float(), bool() of a tensor, `if tensor:`), equal and
-  is_nonzero; nonzero (torch.where(cond), argwhere), masked_select, unique, bincount,
-  repeat_interleave without output_size, index / index_put with a boolean mask (their output
-  shape is the number of True values); device-to-host copies: _to_copy or copy_ to the CPU of
-  device data (seen on a GPU) and Tensor.tolist / .cpu() / .numpy() of device data on the CPU,
-  where they dispatch nothing and are caught at the Python call instead. `.to("cpu")` of a
-  CPU tensor dispatches nothing and cannot be told from `.to(x.device)`: it is not seen on
-  the CPU. Synchronisations inside a CUDA kernel's own implementation (none in the CPU
-  kernels) are not seen either.
-
-A synchronisation is not counted as a kernel operator, except those that also compute
-(nonzero, masked_select, unique, boolean index, ...).
+into what runs. What counts as a kernel operator and as a synchronisation, and why:
+docs/benchmarks.md, "Operators and synchronisations"; RULES below, stored with every count, says
+it in short.
 """
 
 import collections
@@ -138,6 +96,11 @@ class OpCounter(TorchDispatchMode):
 
     # ---- where a tensor lives
     def is_host(self, t):
+        """On a GPU: on the CPU. Counting on the CPU: a 0-dim tensor from outside the count (not a
+        parameter, not requiring grad: the optimizer's step counters), or one that a host-side
+        operator, a 0-dim factory or a bare allocation from no device data made and no operator
+        has written device data into since (GradScaler's found_inf). (A 0-dim tensor made with
+        device= on a GPU is thus taken for a host one: rare, and it errs towards fewer operators.)"""
         if not self.simulated or t.device.type != "cpu":
             return t.device.type == "cpu"
         known = self.host.get(t)

@@ -1,27 +1,18 @@
-#!/usr/bin/env python
 """Kernel operators and host-device synchronisations per training update of the registered systems, counted on
 the CPU in a minute: the part of benchmarks/bench_training.py that predicts GPU time where a step is launch-bound.
 
-The same corpus and batches as bench_training.py (its defaults give the same first batch), every
-system's model from the same seed, one uncounted update on the first batch, then the update
-counted (__init__.py gives the rules: forward, backward and
-torch.optim.Adam(foreach=True), views, bare allocations and host-side scalar work left out).
+The same corpus and batches as bench_training.py (its defaults give the same first batch), every system's
+model from the same seed, one uncounted update on the first batch, then the update counted (__init__.py).
+docs/benchmarks.md, "Operators and synchronisations", has the rules, the options and the figures.
 
     python -m benchmarks.op_counts --arch-size base --systems transformer,hysan
-    python -m benchmarks.op_counts --arch-size base --where --top 15 --systems mgsa_syntactic
-    python -m benchmarks.op_counts --arch-size base --out docs/results/op_counts_cpu_base_before_issue43.json
-    python -m benchmarks.op_counts --arch-size base --by-module 20 --systems hysan
+    python -m benchmarks.op_counts --arch-size base --where --top 15 --by-module 20 --systems mgsa_syntactic
 
---where lists every synchronisation by the line of Python that asked for it; --top N the most
-frequent kernel operators; --by-module N the N modules that run the most (the innermost module
-at each operator, in the backward as torch's ModuleTracker sees it: from when the gradient
-reaches a module's outputs until it leaves its inputs). Writes the figures as JSON to benchmarks/runs/op_counts_<device>_<arch-size>.json
-(a folder git ignores, run_outputs.py) or --out.
+Writes benchmarks/runs/op_counts_<device>_<arch-size>.json (or --out).
 """
 
 import argparse
 import datetime
-import json
 import logging
 import os
 import platform
@@ -32,15 +23,13 @@ import time
 
 import torch
 
-
 from benchmarks import bench_training, op_counts
 from benchmarks.training import data as bdata
 from benchmarks.training import timing
-from benchmarks.run_outputs import git_info
+from benchmarks.run_outputs import default_out, write_json
 from benchmarks.training.env import device_info
 from benchmarks.training.report import fmt, render
 from fairseq_mgsa import systems as registry
-from benchmarks.run_outputs import default_out
 
 logger = logging.getLogger("op_counts")
 
@@ -80,21 +69,9 @@ def result_path(device, arch_size):
 
 def measure(a, chosen, device):
     """{system: FLOPs and operator counts of one update on the first batch} and the batch's size."""
-    from fairseq_mgsa import user_dir
-
     workdir = tempfile.mkdtemp(prefix="mgsa_ops_")
     try:
-        if a.data:
-            data = a.data
-        else:
-            n_train = a.train_sentences or bdata.train_sentences(a.batches, a.max_tokens, a.sentences_per_line)
-            logger.info("generating %d training sentences and binarizing them in %s", n_train, workdir)
-            data, _ = bdata.make_data(workdir, n_train, 8, a.seed, a.sentences_per_line)
-        common = bdata.common_args(a, data, user_dir.path())
-        all_args = {s.name: bdata.parse(common + s.train_args(a.arch_size)) for s in chosen}
-        task, [batch] = bdata.build_batches(bdata.parse(common + ["--task", a.task, "--arch", "transformer",
-                                                                 "--criterion", "label_smoothed_cross_entropy"]),
-                                            1, device)
+        _, _, _, all_args, task, [batch] = bdata.prepare(a, chosen, workdir, device, 1, a.batches, 8)
         pad = task.source_dictionary.pad()
         size = {"sentences": int(batch["nsentences"]), "tokens_src_tgt": bdata.count_tokens(batch, pad),
                 "src_len": batch["net_input"]["src_tokens"].size(1), "tgt_len": batch["target"].size(1)}
@@ -163,22 +140,16 @@ def main(argv=None):
                 top = ", ".join(f"{op} {n}" for op, n in list(m["ops"].items())[:6])
                 print(f"  {m['kernel_ops']:5d}  {m.get('forward', 0):4d} / {m.get('backward', 0):4d}  {module}: {top}")
     a.out = a.out or result_path(device.type, a.arch_size)
-    gi = git_info()
     result = {
         "benchmark": "kernel operators and host synchronisations per training update (python -m benchmarks.op_counts)",
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "git_commit": gi["commit"], "git_dirty": gi["dirty"],
         "command": "python -m benchmarks.op_counts " + " ".join(sys.argv[1:] if argv is None else argv),
         "versions": {"python": platform.python_version(), "torch": torch.__version__},
         "device": {**device_info(device), "load_avg_1min": {"start": load_start, "end": os.getloadavg()[0]}},
         "config": {"arch_size": a.arch_size, "max_tokens": a.max_tokens, "batch": size, "seed": a.seed,
                    "amp_dtype": a.amp_dtype, "baseline": registry.BASELINE, "counts": op_counts.RULES},
         "systems": results, "wall_s": round(time.perf_counter() - t0, 1)}
-    os.makedirs(os.path.dirname(os.path.abspath(a.out)), exist_ok=True)
-    with open(a.out, "w") as f:
-        json.dump(result, f, indent=2)
-        f.write("\n")
-    print(f"\nwrote {a.out}")
+    print(f"\nwrote {write_json(a.out, result)}")
 
 
 if __name__ == "__main__":

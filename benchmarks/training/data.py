@@ -40,6 +40,29 @@ def make_data(workdir, train_sentences, test_sentences, seed, sentences_per_line
                   "mean_phrase_tokens": [lv["mean_phrase_subwords"] for lv in train["levels"]]}
 
 
+def prepare(a, chosen, workdir, device, n_batches, sized_for, test_sentences):
+    """What every system trains on: (data dir, the phrase levels' summary or None for --data, the
+    options all systems share, {system: its parsed training options}, the task, the first n_batches
+    batches of a corpus generated for `sized_for` batches, or of --data)."""
+    from fairseq_mgsa import user_dir
+
+    if a.data:
+        data, phrases = a.data, None
+    else:
+        n_train = a.train_sentences or train_sentences(sized_for, a.max_tokens, a.sentences_per_line)
+        logger.info("generating %d training sentences and binarizing them in %s", n_train, workdir)
+        data, phrases = make_data(workdir, n_train, test_sentences, a.seed, a.sentences_per_line)
+    common = common_args(a, data, user_dir.path())  # the imported package: fairseq must not import a second copy
+    all_args = {s.name: parse(common + s.train_args(a.arch_size)) for s in chosen}
+    task, batches = build_batches(parse(batch_argv(a, common)), n_batches, device)
+    return data, phrases, common, all_args, task, batches
+
+
+def batch_argv(a, common):
+    """The options of the task that makes the batches (any architecture and criterion will do)."""
+    return common + ["--task", a.task, "--arch", "transformer", "--criterion", "label_smoothed_cross_entropy"]
+
+
 def train_sentences(n_batches, max_tokens, sentences_per_line=1):
     """The generated training set's size: enough for n_batches of max_tokens, about max_tokens / 12
     sentences a batch (short sentences, padding, a multiple of 8), at least 2,000."""
