@@ -1,15 +1,9 @@
 """Time of ``mgsa-train-parser`` on a treebank of the Penn Treebank's shape, and the dev F1 per epoch.
 
-The treebank is generated (preprocess/synthetic/ptb_shaped.py: 20-30 words, 26 labels; by default
-3,000 training and 400 dev trees, the size of a WSJ section split). The command runs
-as a user runs it (``--quiet``, output to a pipe), its per-epoch lines shown as they come;
-figures are read from the model directory: the tagger's time, the setup before the
-parser's first epoch (stanza reading and retagging the trees with the new tagger,
-building the model), and per epoch the training and dev-scoring seconds and the dev F1
-(``training/parser_epochs.jsonl``, written as epochs end, so ``--stop-after-epochs K``
-can stop a long run and keep what it measured). Results go to
-``benchmarks/runs/parser_training.json`` (or ``--out``), one entry per ``--name``; an entry of the
-committed results: ``--out docs/results/parser_training.json``.
+The treebank is generated (preprocess/synthetic/ptb_shaped.py; by default 3,000 training and 400 dev
+trees, a WSJ section split's size); the command runs as a user runs it, and the figures are read from
+the model directory (docs/benchmarks-parser.md, "Training a parser", says which). One entry per
+``--name`` in ``benchmarks/runs/parser_training.json`` (or ``--out``).
 
     python -m benchmarks.bench_parser_training --name defaults
     python -m benchmarks.bench_parser_training --name old-defaults --stop-after-epochs 1 -- \\

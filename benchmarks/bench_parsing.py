@@ -1,18 +1,10 @@
 """Parsing throughput of ``--parser stanza`` with a parser trained by ``mgsa-train-parser``, offline.
 
-Sentences are the test split of the generated PTB-shaped treebank (preprocess/synthetic/ptb_shaped.py,
-20-30 words). Each setting runs in fresh worker processes (torch's thread count is per
-process) that load the parser as mgsa-preprocess does (preprocess/parse.py's
-StanzaParser), parse a few sentences to warm up, then time ``parse_lines`` (the code
-behind mgsa-preprocess's parsing and its ``--num-shards``) over their line range:
-
-* one process, ``--threads`` 1 and 2, several stanza batch sizes;
-* ``--num-shards N``: N processes at once, each its contiguous range (as N SLURM tasks on
-  one machine would), sentences/s per process = sentences / wall time / N.
-
-Prints and writes ``benchmarks/runs/parsing.json`` (or ``--out``; the committed results:
-``--out docs/results/parsing.json``), with the hours that 4.5M sentences (WMT14 en-de)
-take per process count at the measured rate.
+Each setting runs in fresh worker processes that load the parser as mgsa-preprocess does and time
+``parse_lines`` over their line range (docs/benchmarks-parser.md, "Parsing throughput"): one process
+at ``--threads`` 1 and 2 and several stanza batch sizes, then ``--shards`` N processes at once, each
+its contiguous range (sentences/s per process = sentences / parsing time / N). Writes
+``benchmarks/runs/parsing.json`` (or ``--out``), with the hours 4.5M sentences (WMT14 en-de) take.
 
     python -m benchmarks.bench_parsing --model /tmp/mgsa-bench-parser/defaults
 """
@@ -24,7 +16,6 @@ import platform
 import subprocess
 import sys
 import time
-
 
 from benchmarks.run_outputs import ROOT, default_out, write_json
 

@@ -1,19 +1,11 @@
-"""Throughput of mgsa-preprocess's CPU work, the parser excluded.
+"""Throughput of mgsa-preprocess's CPU work, the parser excluded (docs/preprocessing.md, "Speed").
 
-Times ``mgsa_preprocess.binarize.write_split`` (the code ``mgsa-preprocess`` runs per
-split): counting and pairing lines with trees, tree reading and normalisation,
-top-K partition, word -> subword alignment, phrase files and tag dictionary.
-Input is generated (``mgsa_preprocess.synthetic``) and BPE-like segmented, in two
-tree forms:
+Times ``mgsa_preprocess.binarize.write_split``, the code ``mgsa-preprocess`` runs per split, on
+generated BPE-like input in two tree forms: ``one-line`` (``(ROOT (S ...))`` a line, as a parser
+writes them) and ``ptb`` (multi-line indented trees, an unlabeled outer bracket, function tags and
+indices on labels, ``-NONE-`` traces). Writes ``benchmarks/runs/preprocess.json`` (or ``--out``).
 
-* ``one-line``: one tree per line, ``(ROOT (S ...))``, as a parser writes them;
-* ``ptb``: the Penn Treebank's own form: multi-line indented trees, an unlabeled
-  outer bracket, function tags and indices on labels, ``-NONE-`` traces.
-
-Prints sentences/s per process and writes ``benchmarks/runs/preprocess.json`` (or ``--out``; the
-committed results: ``--out docs/results/preprocess.json``).
-Parsing itself (stanza, with a parser made by mgsa-train-parser): benchmarks/bench_parsing.py.
-Usage: ``python -m benchmarks.bench_preprocess [--sentences 100000] [--workers 1]``.
+    python -m benchmarks.bench_preprocess [--sentences 100000] [--workers 1]
 """
 
 import argparse

@@ -142,6 +142,24 @@ def resolve_systems(p, a):
     return chosen
 
 
+def check_options(p, a):
+    """The systems to run, after the options bench_training and op_counts share are checked (before
+    any work: p.error names the option); sets a.amp_dtype, torch's threads and the log's format."""
+    chosen = resolve_systems(p, a)
+    if a.device == "cuda" and not torch.cuda.is_available():
+        p.error("--device cuda: no CUDA device")
+    if a.fp16 and a.bf16:
+        p.error("--fp16 and --bf16: one or the other")
+    if a.data and not os.path.isdir(a.data):
+        p.error(f"--data {a.data}: no such directory")
+    a.amp_dtype = "fp16" if a.fp16 else "bf16" if a.bf16 else None
+    if a.threads:
+        torch.set_num_threads(a.threads)
+    logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s",
+                        level=logging.INFO, stream=sys.stdout)
+    return chosen
+
+
 def main(argv=None):
     p = get_parser()
     a = p.parse_args(argv)
@@ -157,18 +175,9 @@ def main(argv=None):
         report.rewrite_readme(readme, result)
         print(f"rewrote the benchmark table of {readme} from {a.readme_from}")
         return
-    logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s",
-                        level=logging.INFO, stream=sys.stdout)
-    chosen = resolve_systems(p, a)
     if a.device == "auto":
         a.device = "cuda" if torch.cuda.is_available() else "cpu"
-    if a.device == "cuda" and not torch.cuda.is_available():
-        p.error("--device cuda: no CUDA device")
-    if a.fp16 and a.bf16:
-        p.error("--fp16 and --bf16: one or the other")
-    a.amp_dtype = "fp16" if a.fp16 else "bf16" if a.bf16 else None
-    if a.threads:
-        torch.set_num_threads(a.threads)
+    chosen = check_options(p, a)
     device = torch.device(a.device)
     if a.warm == "auto":
         a.warm = "all" if device.type == "cuda" else "first"

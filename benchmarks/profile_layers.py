@@ -1,4 +1,3 @@
-#!/usr/bin/env python
 """Where a method's layer or module spends its time, against fairseq's counterpart on the same input.
 
 Two methods, one sub-command each:

@@ -1,22 +1,7 @@
 """Real Chinese text through the pipeline: segmentation, parsing and alignment of test sets given as
-mteval XML (IWSLT17's TED test sets: WIT3's texts/zh/en/zh-en.tgz and texts/en/zh/en-zh.tgz).
-
-For each pair of files (the Chinese source, the English of the same talks), matched by document and
-segment id:
-
-1. segmentation: mgsa-segment-zh's segmenter (jieba; ``--t2s``: Traditional made Simplified first);
-2. parsing: the parser in ``--parser`` (a model mgsa-train-parser wrote, e.g. on NLTK's Sinica
-   sample) on those words, as mgsa-preprocess --parser stanza loads it, one thread, timed after
-   loading;
-3. alignment: mgsa-preprocess on the pair (the English Moses-tokenized), ``--trees-suffix`` with
-   the trees of 2, ``--lenient``: a tree that does not fit its sentence would become a flat
-   partition and be counted; those are the sentences refused (the goal is none). Its time is the
-   whole mgsa-preprocess command (Python's and fairseq's start included, a few seconds). With
-   ``--bpe-codes`` (and ``--tgt-bpe-codes``) the trees are aligned to those subwords.
-
-Prints and writes benchmarks/runs/zh_real_text.json (or ``--out``): per test set, the sentences,
-words, sentences refused and why, phrases per level (and mean words a phrase), and seconds per
-1,000 sentences of each stage, with the load average before and after.
+mteval XML (the Chinese source and the English of the same talks, matched by document and segment
+id), timed per stage, with the sentences whose trees do not fit (docs/tatoeba.md, "Real text", says
+how each stage runs and gives the figures). Writes benchmarks/runs/zh_real_text.json (or ``--out``).
 
     python -m benchmarks.zh_real_text --parser /work/data/parsers/sinica_zh --t2s \\
         --pair /work/data/wit3/zh-en/IWSLT17.TED.tst2016.zh-en.zh.xml /work/data/wit3/en-zh/IWSLT17.TED.tst2016.en-zh.en.xml
@@ -31,7 +16,6 @@ import subprocess
 import sys
 import tempfile
 import time
-
 
 from benchmarks.run_outputs import default_out, write_json
 

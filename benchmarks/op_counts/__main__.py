@@ -105,18 +105,7 @@ def table(results):
 def main(argv=None):
     p = get_parser()
     a = p.parse_args(argv)
-    logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s", level=logging.INFO,
-                        stream=sys.stdout)
-    chosen = bench_training.resolve_systems(p, a)
-    if a.fp16 and a.bf16:
-        p.error("--fp16 and --bf16: one or the other")
-    if a.device == "cuda" and not torch.cuda.is_available():
-        p.error("--device cuda: no CUDA device")
-    if a.data and not os.path.isdir(a.data):
-        p.error(f"--data {a.data}: no such directory")
-    a.amp_dtype = "fp16" if a.fp16 else "bf16" if a.bf16 else None
-    if a.threads:
-        torch.set_num_threads(a.threads)
+    chosen = bench_training.check_options(p, a)
     device = torch.device(a.device)
     t0, load_start = time.perf_counter(), os.getloadavg()[0]
     results, size = measure(a, chosen, device)

@@ -1,23 +1,16 @@
-"""How much of the device's arithmetic a system's update uses: FLOPs per update (FlopCounterMode,
-timing.flops_per_update) over its median interleaved update time, as a share of two rates:
-
-* the device's nominal dense peak for the run's dtype, from the vendor's data sheet, where the
-  device is in the small table below (None elsewhere, the CPU included);
-* the rate of a large matrix product measured on the device at the start of the run, in the same
-  dtype: what the device reaches on the one operation a Transformer is made of, on this machine
-  (clocks, power limit, the library's kernels), so a share of it is comparable across machines.
-
-The counted FLOPs are the matrix products, convolutions and attention of forward and backward;
-the measured time also holds the element-wise work and Adam's step: the share is a lower bound
-of the arithmetic units' occupancy, the figure model-FLOPs utilisation usually names.
+"""How much of the device's arithmetic a system's update uses: FLOPs per update over its median
+interleaved update time, as a share of the data sheet's dense peak for the dtype (where the device is
+in the table below) and of a large matrix product measured at the start of the run (what this device
+reaches on a Transformer's one operation, so a share of it compares across machines). Element-wise
+work and Adam's step are in the time but not in the FLOPs: the share is a lower bound of the
+arithmetic units' occupancy (what model-FLOPs utilisation usually names).
 """
 
 import statistics
-import time
 
 import torch
 
-from .env import sync
+from .env import synced_seconds
 
 # dense tensor-core TFLOP/s for float16 and bfloat16 (the same on these chips), NVIDIA's data
 # sheets; the first substring found in torch.cuda.get_device_name decides (so the longer names first)
@@ -53,13 +46,7 @@ def matmul_rate(device, dtype, n=None, repeats=10):
     a = torch.randn(n, n, device=device).to(dtype)
     b = torch.randn(n, n, device=device).to(dtype)
     torch.matmul(a, b)
-    times = []
-    for _ in range(repeats):
-        sync(device)
-        t0 = time.perf_counter()
-        torch.matmul(a, b)
-        sync(device)
-        times.append(time.perf_counter() - t0)
+    times = [synced_seconds(lambda: torch.matmul(a, b), device) for _ in range(repeats)]
     del a, b
     return 2 * n ** 3 / statistics.median(times) / 1e12, f"{n}x{n}x{n} {str(dtype).split('.')[-1]} matmul, median of {repeats}"
 

@@ -1,19 +1,8 @@
-"""Decoding measured like training: FLOPs per generated token and paired per-batch times of
-beam search, in this process, with fairseq's own generation pipeline.
-
-Every system's checkpoint is loaded as fairseq-generate loads it (the same options as
-decoding.generate_command: beam 4, every hypothesis forced to `length` tokens, the same
-batches) and decodes through `task.inference_step`, the call fairseq-generate times.
-
-* FLOPs: torch.utils.flop_counter.FlopCounterMode around `inference_step` over every test
-  batch (the encoder once per sentence, then the incremental decoder steps over the beam),
-  divided by the generated tokens (the best hypotheses' tokens with their end-of-sentence, as
-  fairseq-generate counts them); the encoder's share is reported beside it. As in training, matrix products dominate and element-wise work is not counted.
-* Time: `rounds` rounds; in every round every batch is decoded by each system back to back,
-  in an order rotating from batch to batch (as training's interleaved run), so each
-  (round, batch) gives a paired time ratio against the baseline. The interval is the
-  bootstrap over those pairs (timing.paired): it covers the batch-to-batch and round-to-round
-  noise of this run on this machine, not a different machine or library build.
+"""Decoding measured like training, in this process, with fairseq's own generation pipeline: FLOPs
+per generated token (FlopCounterMode around `task.inference_step`, the call fairseq-generate times,
+over every test batch) and paired per-batch times over interleaved rounds. Every system's checkpoint
+is loaded as fairseq-generate loads it, with the same options as decoding.generate_command.
+docs/benchmarks.md says what the figures count and what their intervals cover.
 """
 
 import logging

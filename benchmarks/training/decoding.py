@@ -1,15 +1,7 @@
-"""Decoding speed: `fairseq-generate --beam 4` of every system on the same test sentences.
-
-Each system's checkpoint is the benchmark's own model after its timed updates (a model that
-has barely learnt: decoding speed does not need a good one). Hypotheses' lengths would
-otherwise follow how well each model learnt to stop, so every hypothesis is made exactly
-`length` tokens long: `--max-len-a 0 --max-len-b N --min-len N` (fairseq forbids the
-end-of-sentence token before N and forces it at N). Every system then runs the same number
-of decoder steps on the same batches (`--batch-size`, `--required-batch-size-multiple 1`).
-Runs are interleaved: each round runs every system once, in an order rotating from round to
-round, and the paired ratio of a round is the baseline's time over the system's.
-The figure is fairseq-generate's own (`Translated N sentences ... in S s (X sentences/s)`:
-the generation time, model loading left out).
+"""Decoding speed: `fairseq-generate --beam 4` of every system on the same test sentences, each
+system's own model after its timed updates, every hypothesis exactly `length` tokens long (so that
+every system runs the same decoder steps; docs/benchmarks.md says why), in interleaved rounds. The
+figure is fairseq-generate's own (`Translated N sentences ... (X sentences/s)`: model loading left out).
 """
 
 import os

@@ -5,6 +5,8 @@ import gc
 import os
 import platform
 import resource
+import statistics
+import time
 
 import torch
 
@@ -33,6 +35,15 @@ def device_info(device):
 def sync(device):
     if device.type == "cuda":
         torch.cuda.synchronize(device)
+
+
+def synced_seconds(fn, device):
+    """Seconds of fn() by the host's clock, the device idle before it and waited for after it."""
+    sync(device)
+    t0 = time.perf_counter()
+    fn()
+    sync(device)
+    return time.perf_counter() - t0
 
 
 class CpuPeakMemory:
@@ -88,19 +99,10 @@ def copy_throughput(device, megabytes=256, repeats=5):
     `megabytes` MB into another (bytes read + bytes written over the time), the median of
     `repeats` copies after one untimed; with this process's torch threads. Beside the figures,
     it tells runs on different (or differently loaded) machines apart."""
-    import statistics
-    import time
-
     n = megabytes * 2 ** 20 // 4
     src = torch.ones(n, device=device)
     dst = torch.empty_like(src)
     dst.copy_(src)
-    seconds = []
-    for _ in range(repeats):
-        sync(device)
-        t0 = time.perf_counter()
-        dst.copy_(src)
-        sync(device)
-        seconds.append(time.perf_counter() - t0)
+    seconds = [synced_seconds(lambda: dst.copy_(src), device) for _ in range(repeats)]
     del src, dst
     return round(2 * n * 4 / statistics.median(seconds) / 1e9, 2)

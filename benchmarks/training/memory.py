@@ -1,14 +1,8 @@
-"""Peak training memory on CPU, every system in a process of its own.
-
-In the benchmark's own process a model's figure depends on what ran before it: glibc keeps
-freed tensors in its heap (its mmap threshold rises as large blocks are freed), and that
-heap's fragmentation, left by the previous models, shows in the next model's peak resident
-set (the baseline read 961 MB and 1243 MB in two repeats of the same run). Here each system
-trains the own run's batches (--warmup + --own-updates, the same for every system) in a fresh
-process with MALLOC_MMAP_THRESHOLD_=131072, so that every tensor of 128 KiB or more is
-mmapped and leaves the resident set when freed: the figure is the growth of the peak resident
-set (env.CpuPeakMemory) over the model's building and its updates, i.e. parameters, Adam's
-state, gradients and the peak of live activations.
+"""Peak training memory on CPU, every system in a process of its own, with MALLOC_MMAP_THRESHOLD_=131072
+so that freed tensors leave the resident set: in the benchmark's own process glibc's heap, fragmented
+by the models before, moved a model's figure by 30% (docs/benchmarks.md, "Peak memory"). The figure:
+the growth of the peak resident set (env.CpuPeakMemory) over the model's building and the own run's
+updates, i.e. parameters, Adam's state, gradients and the peak of live activations.
 
     python -m benchmarks.training.memory '{"train_argv": [...], ...}'   (run by bench_training.py)
 """

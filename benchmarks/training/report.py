@@ -57,8 +57,8 @@ def fmt_ci(ci, spec=".3f"):
     return "" if not ci else f" [{ci[0]:{spec}}, {ci[1]:{spec}}]"
 
 
-def max_check(target, value, ci, limit):
-    """A "value <= limit" target, decided only where the 95% interval lies on one side."""
+def max_check(target, value, limit, ci=None):
+    """A "value <= limit" target; with the value's 95% interval, decided only where it lies on one side."""
     return {"target": target, "value": value, "ci95": ci,
             "decided": None if not ci else (ci[1] <= limit or ci[0] > limit),
             "pass": None if value is None else value <= limit}
@@ -105,13 +105,14 @@ def table(results, arch_size):
 
 
 def check_targets(results, arch_size, baseline):
-    """{system: {target: {"target", "value", "pass"}}} for the TARGETS; "pass" is None where a
+    """{system: {target: {"target", "value", "pass", ...}}} for the TARGETS; "pass" is None where a
     figure is missing (no baseline, no paper figure for this size)."""
     out = {}
+    base_syncs = (results.get(baseline) or {}).get("host_syncs")
     for name, r in results.items():
         if name == baseline:
             continue
-        checks = {}
+        checks, d = {}, r.get("decode") or {}
         speed_min = TARGETS["speed_ratio_min"].get(name)
         if speed_min is not None:
             # the paired (interleaved) median where it was measured, else the wall-time one
@@ -124,20 +125,17 @@ def check_targets(results, arch_size, baseline):
                                # decided: the median's 95% interval lies on one side of the target
                                "decided": None if ci is None else (ci[0] >= speed_min or ci[1] < speed_min),
                                "pass": None if value is None else value >= speed_min}
-        mem_max = TARGETS["mem_ratio_max"].get(name)
-        if mem_max is not None:
-            checks["memory"] = {"target": f"peak memory ratio <= {mem_max}", "value": r["mem_ratio"],
-                                "pass": None if r["mem_ratio"] is None else r["mem_ratio"] <= mem_max}
-        flop_max = TARGETS["overhead_ratio_max"].get(name)
-        if flop_max is not None:
-            checks["time_per_flop"] = max_check(f"training overhead ratio (time / FLOPs) <= {flop_max}",
-                                                r.get("overhead_ratio"), r.get("overhead_ratio_ci95"), flop_max)
-        decode_max = TARGETS["decode_overhead_ratio_max"].get(name)
-        d = r.get("decode") or {}
-        if decode_max is not None and d:
-            checks["decode_time_per_flop"] = max_check(
-                f"decoding overhead ratio (time / FLOPs) <= {decode_max}", d.get("overhead_ratio"),
-                d.get("overhead_ratio_ci95"), decode_max)
+        limit = TARGETS["mem_ratio_max"].get(name)
+        if limit is not None:
+            checks["memory"] = max_check(f"peak memory ratio <= {limit}", r["mem_ratio"], limit)
+        limit = TARGETS["overhead_ratio_max"].get(name)
+        if limit is not None:
+            checks["time_per_flop"] = max_check(f"training overhead ratio (time / FLOPs) <= {limit}",
+                                                r.get("overhead_ratio"), limit, r.get("overhead_ratio_ci95"))
+        limit = TARGETS["decode_overhead_ratio_max"].get(name)
+        if limit is not None and d:
+            checks["decode_time_per_flop"] = max_check(f"decoding overhead ratio (time / FLOPs) <= {limit}",
+                                                       d.get("overhead_ratio"), limit, d.get("overhead_ratio_ci95"))
         paper = (r.get("paper") or {}).get("overhead_M")
         if paper is not None:
             tol = TARGETS["overhead_rel_tol"]
@@ -145,18 +143,14 @@ def check_targets(results, arch_size, baseline):
             checks["param_overhead"] = {"target": f"overhead within {tol:.0%} of the paper's +{paper}M",
                                         "value": r["param_overhead_M"], "relative_deviation": dev,
                                         "pass": None if dev is None else abs(dev) <= tol}
-        ops_max = TARGETS["kernel_op_ratio_max"].get(name)
-        if ops_max is not None:
-            value = r.get("kernel_op_ratio")
-            checks["kernel_ops"] = {"target": f"kernel operator ratio <= {ops_max}", "value": value,
-                                    "pass": None if value is None else value <= ops_max}
-        per_flop_max = TARGETS["kernel_op_per_flop_ratio_max"].get(name)
-        if per_flop_max is not None:
+        limit = TARGETS["kernel_op_ratio_max"].get(name)
+        if limit is not None:
+            checks["kernel_ops"] = max_check(f"kernel operator ratio <= {limit}", r.get("kernel_op_ratio"), limit)
+        limit = TARGETS["kernel_op_per_flop_ratio_max"].get(name)
+        if limit is not None:
             value = (r["kernel_op_ratio"] / r["flop_ratio"] if r.get("kernel_op_ratio") is not None
                      and r.get("flop_ratio") else None)
-            checks["kernel_ops_per_flop"] = {"target": f"kernel operator ratio / FLOP ratio <= {per_flop_max}",
-                                             "value": value, "pass": None if value is None else value <= per_flop_max}
-        base_syncs = (results.get(baseline) or {}).get("host_syncs")
+            checks["kernel_ops_per_flop"] = max_check(f"kernel operator ratio / FLOP ratio <= {limit}", value, limit)
         if name in TARGETS["host_syncs_at_most_baseline"]:
             value = r.get("host_syncs")
             checks["host_syncs"] = {"target": f"host syncs per update <= the baseline's ({fmt(base_syncs, 'd')})",

@@ -16,7 +16,7 @@ from fairseq_mgsa import systems as registry
 from benchmarks import op_counts
 
 from . import memory, report
-from benchmarks.run_outputs import git_info
+from benchmarks.run_outputs import git_info, write_json
 
 from .env import ROOT, CpuPeakMemory, device_info
 
@@ -153,10 +153,8 @@ def rounded(v):
 
 
 def write(a, result, out):
-    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-    with open(out, "w") as f:
-        json.dump({k: v for k, v in result.items() if k != "profile_top_ops"}, f, indent=2)
-        f.write("\n")
+    """The result JSON (the profile's printed tables left out) and its line of the history."""
+    write_json(out, {k: v for k, v in result.items() if k != "profile_top_ops"})
     if a.history:
         c = result["config"]
         line = {"date": result["date"], "git_commit": result["git_commit"], "git_dirty": result["git_dirty"],

@@ -225,3 +225,12 @@ def test_docs_page_holds_the_table_markers(tmp_path):
     gpu_table = both.split(report.CUDA_START)[1].split(report.CUDA_END)[0]
     assert "NVIDIA H100 (cuda, 79.2 GiB, CUDA 13.0, autocast fp16)" in gpu_table
     assert "| G | 1.00M |" in gpu_table and "| G |" not in cpu_table
+
+
+def test_a_missing_data_directory_is_one_line_before_any_work(tmp_path, capsys):
+    from benchmarks import bench_training
+
+    with pytest.raises(SystemExit) as stop:
+        bench_training.main(["--data", str(tmp_path / "missing"), "--out", str(tmp_path / "result.json")])
+    assert stop.value.code == 2 and not (tmp_path / "result.json").exists()
+    assert capsys.readouterr().err.strip().splitlines()[-1].endswith(f"--data {tmp_path / 'missing'}: no such directory")
