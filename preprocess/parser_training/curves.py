@@ -103,7 +103,8 @@ def plot(runs, path: str) -> None:
 
 
 def get_parser():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m mgsa_preprocess.parser_training.curves",
+                                description=__doc__.split("\n\n")[0])
     p.add_argument("--run", action="append", required=True, metavar="NAME=DIR[:LOG]")
     p.add_argument("--out", required=True, help="JSON output (docs/results/parser_wsj.json: the committed one)")
     p.add_argument("--plot", help="PNG of both curves")
