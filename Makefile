@@ -1,7 +1,7 @@
 # The README's two commands are `make demo` and `make test`; both install first.
 PYTHON ?= python3
 
-.PHONY: install demo analyses test test-slow bench gpu-check gpu-test
+.PHONY: install demo analyses test test-long test-slow bench gpu-check gpu-test
 install:
 	bash scripts/install.sh
 
@@ -14,6 +14,11 @@ analyses: install
 
 test: install
 	bash scripts/run_tests.sh
+
+# the whole pipelines (marker long: recipes, the demo, the README's quick start, the GPU check's
+# dry run, multi-process training, every system's commands); CI runs them after `make test`
+test-long: install
+	bash scripts/run_tests.sh -m "long and not slow"
 
 test-slow: install
 	$(PYTHON) -m pytest -m slow -v

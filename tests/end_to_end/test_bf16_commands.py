@@ -10,6 +10,9 @@ import torch
 
 from tests.fairseq_runs import SYSTEMS, make_data_bin, run, train_command
 
+# whole pipelines or every system's commands, a minute or more: `make test-long` (CI runs it)
+pytestmark = pytest.mark.long
+
 SYNTACTIC = next(s for s in SYSTEMS if s[0] == "mgsa_syntactic")
 UPDATES = 12
 

@@ -12,6 +12,9 @@ from tests.paths import ROOT
 sys.path.insert(0, os.path.join(ROOT, "examples", "demo"))
 import demo_report  # noqa: E402
 
+# whole pipelines or every system's commands, a minute or more: `make test-long` (CI runs it)
+pytestmark = pytest.mark.long
+
 REFS = [f"da hundo {w} kun da skopo vidis ." for w in ("alto", "rosa", "kilo", "stil", "kluk", "verdo")] * 10
 
 

@@ -16,6 +16,9 @@ import torch
 from fairseq import options, tasks
 
 from tests.fairseq_runs import NO_DROPOUT, SYSTEMS, env, free_port, make_data_bin, max_difference, model_params, run, \
+
+# whole pipelines or every system's commands, a minute or more: `make test-long` (CI runs it)
+pytestmark = pytest.mark.long
     train_command, train_log
 
 UPDATES = 3

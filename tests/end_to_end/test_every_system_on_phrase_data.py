@@ -17,6 +17,9 @@ from fairseq_mgsa import systems as registry
 
 from tests.fairseq_runs import TINY, USER_DIR, make_data_bin
 
+# whole pipelines or every system's commands, a minute or more: `make test-long` (CI runs it)
+pytestmark = pytest.mark.long
+
 RUNS = [(s, task) for s in registry.distinct_models()  # a depth variant: TINY's layers make it its original
         for task in ([s.task] if s.needs_trees else ["mgsa_translation", "translation"])]
 

@@ -25,6 +25,9 @@ import fairseq_mgsa  # noqa: F401  (registers the plugin; its allow-list lets to
 from mgsa_preprocess.synthetic import write_corpus
 
 from tests.paths import ROOT
+
+# whole pipelines or every system's commands, a minute or more: `make test-long` (CI runs it)
+pytestmark = pytest.mark.long
 USER_DIR = os.path.join(ROOT, "fairseq_mgsa")
 N_TEST = 24
 UPDATES = 40

@@ -23,6 +23,10 @@ import pytest
 from fairseq_mgsa import systems as registry
 
 from tests.paths import ROOT, checkout_pythonpath
+
+# whole pipelines or every system's commands, a minute or more: `make test-long` (CI runs it)
+pytestmark = pytest.mark.long
+
 SCRIPT = os.path.join(ROOT, "scripts", "gpu_check.sh")
 
 

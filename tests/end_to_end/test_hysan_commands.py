@@ -9,6 +9,9 @@ import pytest
 
 from tests.end_to_end.test_fairseq_commands import N_TEST, TINY, USER_DIR, data_bin, last_num_updates, run  # noqa: F401
 
+# whole pipelines or every system's commands, a minute or more: `make test-long` (CI runs it)
+pytestmark = pytest.mark.long
+
 HYSAN = TINY
 GATE = ["--hysan-gate-reduction", "4"]  # the squeeze gate at the tiny width (refused with other fusions)
 

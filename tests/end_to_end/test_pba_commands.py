@@ -10,6 +10,9 @@ import pytest
 
 from tests.end_to_end.test_fairseq_commands import N_TEST, TINY, USER_DIR, data_bin, last_num_updates, run  # noqa: F401
 
+# whole pipelines or every system's commands, a minute or more: `make test-long` (CI runs it)
+pytestmark = pytest.mark.long
+
 COMBOS = [("convkv", "heterogeneous"), ("queryk", "heterogeneous"), ("convkv", "homogeneous"),
           ("queryk", "homogeneous"), ("convkv", "interleaved"), ("queryk", "interleaved")]
 # the plugin's criterion on three of them (no phrase files: its tag loss is simply absent)

@@ -8,7 +8,12 @@ import os
 import re
 import subprocess
 
+import pytest
+
 from tests.paths import ROOT
+
+# whole pipelines or every system's commands, a minute or more: `make test-long` (CI runs it)
+pytestmark = pytest.mark.long
 
 
 def quick_start_block():

@@ -30,6 +30,9 @@ from mgsa_preprocess.synthetic import write_corpus
 
 from tests.end_to_end.recipe_runs import EXAMPLES, TINY_MODEL, bash, count_lines, recipe_env  # noqa: E402
 
+# whole pipelines or every system's commands, a minute or more: `make test-long` (CI runs it)
+pytestmark = pytest.mark.long
+
 RECIPE = os.path.join(EXAMPLES, "multi30k_en_de")
 # the rule as the recipes run it: the checkout's module (recipe_env puts the checkout first on PYTHONPATH)
 STOPPING = ["-m", "fairseq_mgsa.analysis.compare.stopping"]

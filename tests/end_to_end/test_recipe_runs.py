@@ -32,6 +32,9 @@ from mgsa_preprocess.synthetic import write_corpus
 from tests.end_to_end.recipe_runs import (AVG_N, EXAMPLES, MAX_UPDATE, SAVE_EVERY, bash, count_lines, fake_stanza,
                                           recipe_env)
 
+# whole pipelines or every system's commands, a minute or more: `make test-long` (CI runs it)
+pytestmark = pytest.mark.long
+
 SIZES = (("train", 200), ("valid", 20), ("test", 30))
 N_TEST = dict(SIZES)["test"]
 

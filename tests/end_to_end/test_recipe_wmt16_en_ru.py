@@ -29,6 +29,9 @@ from tests.paths import checkout_pythonpath
 from tests.end_to_end.test_recipe_downloads import make_tgz, sgm
 from tests.preprocess.russian_text import RUSSIAN
 
+# whole pipelines or every system's commands, a minute or more: `make test-long` (CI runs it)
+pytestmark = pytest.mark.long
+
 RECIPE = os.path.join(EXAMPLES, "wmt16_en_ru")
 SIZES = (("train", 120), ("valid", 12), ("test", 16))
 

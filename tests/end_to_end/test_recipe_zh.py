@@ -29,6 +29,9 @@ from tests.end_to_end.recipe_runs import TINY_MODEL, bash, count_lines, recipe_e
 from tests.end_to_end.zh_recipe_data import corpus, nist_layout, read, write
 from tests.paths import EXAMPLES
 
+# whole pipelines or every system's commands, a minute or more: `make test-long` (CI runs it)
+pytestmark = pytest.mark.long
+
 RECIPE = os.path.join(EXAMPLES, "nist_zh_en")
 SYSTEMS = ["transformer", "mgsa_syntactic"]
 SIZES = (("train", 200), ("valid", 16), ("mt03", 16), ("mt04", 16))
