@@ -16,10 +16,10 @@ import torch
 from fairseq import options, tasks
 
 from tests.fairseq_runs import NO_DROPOUT, SYSTEMS, env, free_port, make_data_bin, max_difference, model_params, run, \
+    train_command, train_log
 
 # whole pipelines or every system's commands, a minute or more: `make test-long` (CI runs it)
 pytestmark = pytest.mark.long
-    train_command, train_log
 
 UPDATES = 3
 TOLERANCE = 1e-6  # absolute, on every parameter, after 3 Adam updates at lr 1e-3
@@ -53,7 +53,7 @@ def train_two_processes(data_bin, save, system):
     return logs[0]  # rank 0 logs the figures summed over both ranks
 
 
-# MG-SA's systems and one of each peer in the default suite (about 25 s each); the other
+# MG-SA's systems and one of each peer with `make test-long` (about 25 s each); the other
 # registered systems with `make test-slow`.
 DEFAULT = ("mgsa_ngram", "mgsa_syntactic", "mgsa_syntactic-tag0", "pba_interleaved_queryk", "hysan")
 

@@ -31,8 +31,8 @@ def hypotheses(out):
     return sorted(int(m) for m in re.findall(r"^H-(\d+)\t", out, flags=re.M))
 
 
-# two presets in the default suite (both attention kinds, both criteria; interleaved QUERYK is the
-# registry's PBA system); the other four run with `make test-slow` (the suite's 20-minute budget)
+# two presets with `make test-long` (both attention kinds, both criteria; interleaved QUERYK is the
+# registry's PBA system); the other four run with `make test-slow`
 DEFAULT_COMBOS = {("convkv", "heterogeneous"), ("queryk", "interleaved")}
 
 
