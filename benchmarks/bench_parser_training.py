@@ -20,20 +20,13 @@ import time
 
 
 from mgsa_preprocess.synthetic.ptb_shaped import write_treebank
-from benchmarks.run_outputs import default_out, write_json
-
-
-def load() -> str:
-    """The 1, 5 and 15 minute load averages: the figures are only comparable with them."""
-    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+from benchmarks.run_outputs import default_out, load_average as load, write_json
 
 
 def run(a, extra) -> dict:
     data = os.path.join(a.work, "treebank")
     summary = write_treebank(data, (("train", a.train_trees), ("dev", a.dev_trees), ("test", a.test_trees)), a.seed)
-    out = a.from_dir or os.path.join(a.work, a.name)
-    if a.from_dir:  # a run made (and perhaps stopped) earlier, with these arguments
-        return figures(a, extra, out, summary, None, None, a.stop_after_epochs is not None)
+    out = os.path.join(a.work, a.name)
     cmd = [sys.executable, "-m", "mgsa_preprocess.parser_training.train_parser", "--train", os.path.join(data, "train.mrg"),
            "--dev", os.path.join(data, "dev.mrg"), "--out", out, "--quiet", *extra]
     print(" ".join(cmd), flush=True)
@@ -65,8 +58,8 @@ def figures(a, extra, out, summary, load_before, wall, stopped) -> dict:
     n_epochs = int(extra[extra.index("--parser-epochs") + 1]) if "--parser-epochs" in extra else None
     result = {
         "args": extra, "treebank": summary, "stopped_after_epochs": len(epochs) if stopped else None,
-        "load_before": load_before, "load_after": None if a.from_dir else load(), "wall_seconds": wall and round(wall),
-        "tagger_seconds": record.get("tagger_seconds"), "note": a.note,
+        "load_before": load_before, "load_after": load(), "wall_seconds": round(wall),
+        "tagger_seconds": record.get("tagger_seconds"),
         "parser_setup_seconds": epochs[0]["setup_seconds"] if epochs else None,
         "epochs": [{k: e[k] for k in ("epoch", "dev_f1", "train_seconds", "dev_seconds")} for e in epochs],
         "mean_epoch_seconds": round(mean, 1),
@@ -91,9 +84,6 @@ def get_parser():
     p.add_argument("--test-trees", type=int, default=400)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--stop-after-epochs", type=int, help="stop the run after this many parser epochs")
-    p.add_argument("--from-dir", help="read the figures of a run made earlier into this directory (a run stopped "
-                                      "early: with --stop-after-epochs), with the arguments after --")
-    p.add_argument("--note", help="stored with the run (for example the load of a run read with --from-dir)")
     p.add_argument("--out", default=default_out("parser_training.json"),
                    help="JSON file the run's entry is added to (default benchmarks/runs/parser_training.json)")
     return p

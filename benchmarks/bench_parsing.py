@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 
-from benchmarks.run_outputs import ROOT, default_out, write_json
+from benchmarks.run_outputs import ROOT, default_out, load_average, write_json
 
 WMT = 4_500_000
 
@@ -62,7 +62,7 @@ def measure(a, threads: int, batch_size: int, processes: int) -> dict:
     n_lines = sum(1 for _ in open(a.input))
     workers = [worker_command(a, threads, batch_size, n_lines * i // processes, n_lines * (i + 1) // processes,
                               os.path.join(a.work, f"parsed.{i}")) for i in range(processes)]
-    load_before = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    load_before = load_average()
     t0 = time.perf_counter()
     procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env) for cmd, env in workers]
     outs = [json.loads(p.communicate()[0].strip().splitlines()[-1]) for p in procs]
@@ -73,7 +73,7 @@ def measure(a, threads: int, batch_size: int, processes: int) -> dict:
     r = {"threads": threads, "batch_size": batch_size, "processes": processes, "sentences": n,
          "parse_seconds": round(parse_wall, 2), "wall_seconds_with_loading": round(wall, 1),
          "sentences_per_second_per_process": round(rate, 1), "load_before": load_before,
-         "load_after": " ".join(f"{x:.2f}" for x in os.getloadavg()),
+         "load_after": load_average(),
          "hours_for_4.5M_sentences": {str(k): round(WMT / (rate * k) / 3600, 1) for k in (1, 8, 32, 128)}}
     print(f"threads {threads}, batch {batch_size:4d}, {processes} process(es): {rate:6.1f} sentences/s per process "
           f"(load {r['load_after']}); 4.5M sentences: {r['hours_for_4.5M_sentences']['1']} h on one process, "

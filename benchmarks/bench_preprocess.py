@@ -15,8 +15,6 @@ import random
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
 from mgsa_preprocess.binarize import PhraseJob, TagTable, commit_split, write_split
 from mgsa_preprocess.phrase_files import tag_dictionary_path
 from mgsa_preprocess.report import SplitReport

@@ -1,19 +1,17 @@
 """Training and decoding speed of the registered systems (fairseq_mgsa/systems.py) on identical batches.
 
-docs/benchmarks.md says what one run measures, figure by figure: every system's own run (updates/s,
-tokens/s, peak memory), all of them interleaved on every batch (paired time ratios), FLOPs and kernel
-operators per update, decoding (fairseq-generate, then in this process), the share of the device's
-arithmetic rate and a copy-throughput probe. The parts: training/ (its __init__.py lists them).
+Every system's own run (updates/s, tokens/s, peak memory), all of them interleaved on every batch
+(paired time ratios), FLOPs and kernel operators per update, decoding, the share of the device's
+arithmetic rate: docs/benchmarks.md says what each figure measures. The parts: training/.
 
     python -m benchmarks.bench_training --arch-size tiny --updates 20
     python -m benchmarks.bench_training --arch-size base --updates 30 --warmup 3 --max-tokens 1024 --readme
     python -m benchmarks.bench_training --arch-size base --updates 200 --warmup 20 --fp16 --repeats 3   # GPU
     python -m benchmarks.bench_training --readme-from docs/results/training_cpu_base.json
 
-Writes benchmarks/runs/training_<device>_<arch-size>.json (or --out) and appends one line to
-benchmarks/runs/history.jsonl (or --history); a result to commit is written where asked, --out
-docs/results/NAME.json --history docs/results/history.jsonl. --readme rewrites the table of
-docs/benchmarks.md (or of the file given, between its bench-training markers) from that JSON.
+Writes benchmarks/runs/training_<device>_<arch-size>.json (or --out), appends a line to
+benchmarks/runs/history.jsonl (or --history); --readme rewrites the table of docs/benchmarks.md
+(or of the file given, between its bench-training markers) from that JSON.
 """
 
 import argparse
@@ -30,25 +28,41 @@ import time
 
 import torch
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
 from benchmarks.training import data as bdata
-from benchmarks.training import arithmetic, decode_steps, decoding, memory, report, timing
+from benchmarks import timing
+from benchmarks.training import arithmetic, decoding, memory, report, update
 from benchmarks.training.env import CpuPeakMemory, copy_throughput
 from benchmarks.training.results import assemble, own_run_figures, print_summary, ratios, write
 from fairseq_mgsa import systems as registry
-from benchmarks.run_outputs import default_out
+from benchmarks.run_outputs import ROOT, default_out
 
 logger = logging.getLogger("bench_training")
 TABLE_FILE = os.path.join(ROOT, "docs", "benchmarks.md")
 
 
 def add_system_options(p):
-    """--systems and --define, as every training benchmark reads them (python -m benchmarks.op_counts too)."""
+    """The systems and the batches they train on, as every training benchmark reads them (python -m
+    benchmarks.op_counts too): --systems, --define, the corpus, the batch, precision and seed."""
     p.add_argument("--systems", default=",".join(registry.SYSTEMS),
                    help=f"comma-separated, the baseline first is best; registered: {', '.join(registry.SYSTEMS)}")
     p.add_argument("--define", action="append", default=[], metavar="'NAME=SYSTEM ARGS...'",
                    help="add a variant: a registered system plus model options")
+    p.add_argument("--max-tokens", type=int, default=4096)
+    p.add_argument("--task", default="mgsa_translation",
+                   help="task that makes the batches (every system's); systems with trees need mgsa_translation")
+    p.add_argument("--data", help="an existing binarized data directory (with a test split) instead of the "
+                                  "generated corpus")
+    p.add_argument("--sentences-per-line", type=int, default=1,
+                   help="generated corpus: grammar sentences joined into one line (3: WMT-like lengths, ~32 words)")
+    p.add_argument("--train-sentences", type=int, help="size of the generated training set (default: enough "
+                                                          "for the batches)")
+    p.add_argument("--fp16", action="store_true",
+                   help="mixed precision: float16 autocast with a GradScaler (fairseq's --amp); on a GPU, or on the "
+                        "CPU where torch has float16 kernels (the GPU check's dry run)")
+    p.add_argument("--bf16", action="store_true", help="mixed precision: bfloat16 autocast")
+    p.add_argument("--lr", type=float, default=5e-4)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--threads", type=int, help="torch.set_num_threads (CPU)")
 
 
 def get_parser():
@@ -61,41 +75,17 @@ def get_parser():
     p.add_argument("--own-updates", type=int,
                    help="timed updates of each system's own run (peak memory, wall time; default --updates): "
                         "fewer leave the time to the interleaved run")
-    p.add_argument("--max-tokens", type=int, default=4096)
     p.add_argument("--repeats", type=int, default=1, help="own runs per system, order rotating; medians")
-    p.add_argument("--no-interleave", dest="interleave", action="store_false",
-                   help="skip the interleaved (paired) timing; ratios then come from wall times")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     p.add_argument("--rounds", type=int, default=1,
                    help="interleaved timing: rounds over the timed batches at most (each batch's shape warmed first)")
     p.add_argument("--ci-target", type=float, default=0.03,
                    help="stop the rounds once every median speed ratio's 95%% interval is within +-this of it "
                         "(0: run every round)")
-    p.add_argument("--warm", choices=["auto", "first", "all"], default="auto",
-                   help="before the interleaved timing, train every system on every batch once (all; auto on a GPU) "
-                        "or on the --warmup first ones (first; auto on the CPU)")
-    p.add_argument("--fp16", action="store_true",
-                   help="mixed precision: float16 autocast with a GradScaler (fairseq's --amp); on a GPU, or on the "
-                        "CPU where torch has float16 kernels (the GPU check's dry run)")
-    p.add_argument("--bf16", action="store_true", help="mixed precision: bfloat16 autocast")
-    p.add_argument("--lr", type=float, default=5e-4)
-    p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--task", default="mgsa_translation",
-                   help="task that makes the batches (every system's); systems with trees need mgsa_translation")
-    p.add_argument("--data", help="an existing binarized data directory (with a test split) instead of the "
-                                  "generated corpus")
-    p.add_argument("--sentences-per-line", type=int, default=1,
-                   help="generated corpus: grammar sentences joined into one line (3: WMT-like lengths, ~32 words)")
-    p.add_argument("--train-sentences", type=int, help="size of the generated training set (default: enough "
-                                                          "for warmup + updates batches)")
     p.add_argument("--no-decode", dest="decode", action="store_false", help="skip the decoding benchmark")
     p.add_argument("--decode-sentences", type=int, default=100, help="generated test split's size")
-    p.add_argument("--decode-len", type=int, default=0,
-                   help="tokens of every hypothesis (0: the test references' mean length, rounded up)")
-    p.add_argument("--decode-rounds", type=int, default=3, help="interleaved fairseq-generate runs per system")
-    p.add_argument("--decode-step-rounds", type=int, default=5,
-                   help="interleaved rounds over the test batches of the in-process decoding timing (paired "
-                        "per batch; 0: skip it and the decoding FLOPs)")
+    p.add_argument("--decode-rounds", type=int, default=5,
+                   help="interleaved rounds over the test batches of the decoding timing (paired per batch)")
     p.add_argument("--decode-batch-size", type=int, default=32)
     p.add_argument("--out", help="JSON output (default benchmarks/runs/training_<device>_<arch-size>.json)")
     p.add_argument("--history", default=default_out("history.jsonl"),
@@ -106,11 +96,6 @@ def get_parser():
                         "docs/benchmarks.md) from this run")
     p.add_argument("--readme-from", metavar="JSON", help="only rewrite that table (--readme FILE, default "
                                                          "docs/benchmarks.md) from a result JSON")
-    p.add_argument("--profile", action="store_true",
-                   help="also time the parts of encoder layer 1 of every system (forward + backward)")
-    p.add_argument("--profile-iters", type=int, default=5)
-    p.add_argument("--profile-ops", type=int, default=0, help="with --profile: print the N top torch.profiler ops")
-    p.add_argument("--threads", type=int, help="torch.set_num_threads (CPU); also fairseq-generate's")
     return p
 
 
@@ -164,8 +149,8 @@ def main(argv=None):
     p = get_parser()
     a = p.parse_args(argv)
     a.own_updates = a.own_updates or a.updates
-    if a.decode_step_rounds < 0:
-        p.error(f"--decode-step-rounds must be >= 0 (got {a.decode_step_rounds})")
+    if a.decode_rounds < 1:
+        p.error(f"--decode-rounds must be >= 1 (got {a.decode_rounds})")
     if not 1 <= a.own_updates <= a.updates:
         p.error(f"--own-updates must be in [1, --updates={a.updates}] (got {a.own_updates})")
     if a.readme_from:
@@ -179,8 +164,6 @@ def main(argv=None):
         a.device = "cuda" if torch.cuda.is_available() else "cpu"
     chosen = check_options(p, a)
     device = torch.device(a.device)
-    if a.warm == "auto":
-        a.warm = "all" if device.type == "cuda" else "first"
     if a.rounds < 1:
         p.error(f"--rounds must be >= 1 (got {a.rounds})")
     if device.type == "cuda":
@@ -226,7 +209,7 @@ def run(a, chosen, device, out):
         own = batches[:a.warmup + a.own_updates]  # the own runs' batches: the first ones of the list
         primers = [(n, own) for n in names] if device.type == "cuda" else [(n, batches[:1]) for n in names]
         for n, prime in primers:
-            timing.train_one(all_args[n], task, prime, argparse.Namespace(**{**vars(a), "warmup": len(prime)}),
+            update.train_one(all_args[n], task, prime, argparse.Namespace(**{**vars(a), "warmup": len(prime)}),
                              device, mem)
         logger.info("primed: %s", f"{len(own)} untimed updates of every system" if device.type == "cuda"
                     else "one untimed update of every system")
@@ -241,7 +224,7 @@ def run(a, chosen, device, out):
             if a.decode and done[n] == a.repeats:  # the last repeat's model is the one decoded
                 def save(model):
                     decoding.save_checkpoint(model, all_args[n], checkpoints[n], len(own))
-            res = timing.train_one(all_args[n], task, own, a, device, mem, save=save)
+            res = update.train_one(all_args[n], task, own, a, device, mem, save=save)
             logger.info("[repeat %d/%d] %-24s %7.3f upd/s  %9.0f tok/s  peak %7.0f MB  loss %.3f -> %.3f",
                         done[n], a.repeats, n, a.own_updates / res["seconds"], own_tokens / res["seconds"],
                         res["peak_mem_MB"], res["loss_first"] or 0, res["loss_last"] or 0)
@@ -261,76 +244,60 @@ def run(a, chosen, device, out):
                 logger.info("[memory] %-24s peak %7.0f MB in a process of its own (%.0f MB in this one)",
                             s.name, r["peak_mem_MB"], r["peak_mem_MB_in_process"])
 
-        if a.interleave:
-            logger.info("interleaved timing: every batch trains every system, rotating order")
-            times = timing.train_interleaved(names, all_args, task, batches, a, device, baseline)
-            for n, r in results.items():
-                r["interleaved_update_s"] = times[n]
-                # rounds repeat the timed batches: tokens of one pass, times of every round
-                r["tokens_per_s_interleaved"] = tokens * len(times[n]) / len(timed) / sum(times[n])
-                r["interleaved_rounds"] = len(times[n]) / len(timed)
-                if baseline in times:
-                    pr = timing.paired(times[n], times[baseline])
-                    r.update(pr)
-                    logger.info("[interleaved] %-24s %7.3f upd/s  time ratio median %.3f [IQR %.3f, %.3f]",
-                                n, len(times[n]) / sum(times[n]), pr["time_ratio_median"],
-                                pr["time_ratio_q1"], pr["time_ratio_q3"])
+        logger.info("interleaved timing: every batch trains every system, rotating order")
+        times = update.train_interleaved(names, all_args, task, batches, a, device, baseline)
+        for n, r in results.items():
+            r["interleaved_update_s"] = times[n]
+            # rounds repeat the timed batches: tokens of one pass, times of every round
+            r["tokens_per_s_interleaved"] = tokens * len(times[n]) / len(timed) / sum(times[n])
+            r["interleaved_rounds"] = len(times[n]) / len(timed)
+            if baseline in times:
+                pr = timing.paired(times[n], times[baseline])
+                r.update(pr)
+                logger.info("[interleaved] %-24s %7.3f upd/s  time ratio median %.3f [IQR %.3f, %.3f]",
+                            n, len(times[n]) / sum(times[n]), pr["time_ratio_median"],
+                            pr["time_ratio_q1"], pr["time_ratio_q3"])
 
         for n in names:
-            figures = timing.flops_per_update(all_args[n], task, batches[0], a, device, count_ops=True)
+            figures = update.flops_per_update(all_args[n], task, batches[0], a, device, count_ops=True)
             ops = figures.pop("ops")
             results[n].update(figures, kernel_ops=ops["kernel_ops"], host_syncs=ops["host_syncs"],
                               ops={k: v for k, v in ops.items() if k != "by_op"})
             logger.info("%-24s %.3f GFLOP per update (forward + backward, first batch); %d kernel operators, "
                         "%d host synchronisations (a second update)", n, results[n]["flops_per_update"] / 1e9,
                         ops["kernel_ops"], ops["host_syncs"])
-        rates = None
-        if a.interleave:
-            rates = arithmetic.shares(results, device, timing.amp_dtype(a))
-            logger.info("arithmetic rates: %s matmul %.1f TFLOP/s (%s); data sheet %s (%s)", rates["dtype"],
-                        rates["matmul_TFLOPs"], rates["matmul_probe"], rates["nominal_TFLOPs"], rates["nominal_source"])
-            for n in names:
-                r = results[n]
-                logger.info("%-24s %.2f TFLOP/s achieved: %.1f%% of the matmul's rate%s", n, r["achieved_TFLOPs"],
-                            100 * r["matmul_share"],
-                            f", {100 * r['peak_share']:.1f}% of the data sheet's" if r["peak_share"] else "")
+        rates = arithmetic.shares(results, device, update.amp_dtype(a))
+        logger.info("arithmetic rates: %s matmul %.1f TFLOP/s (%s); data sheet %s (%s)", rates["dtype"],
+                    rates["matmul_TFLOPs"], rates["matmul_probe"], rates["nominal_TFLOPs"], rates["nominal_source"])
+        for n in names:
+            r = results[n]
+            logger.info("%-24s %.2f TFLOP/s achieved: %.1f%% of the matmul's rate%s", n, r["achieved_TFLOPs"],
+                        100 * r["matmul_share"],
+                        f", {100 * r['peak_share']:.1f}% of the data sheet's" if r["peak_share"] else "")
 
         decode_cfg = None
         if a.decode:
             mean_len, n_test = bdata.mean_target_tokens(task, "test")
-            length = a.decode_len or math.ceil(mean_len - 1)  # without the end-of-sentence token
+            length = math.ceil(mean_len - 1)  # without the end-of-sentence token
             decode_cfg = {"sentences": n_test, "length": length, "beam": 4, "rounds": a.decode_rounds,
                           "batch_size": a.decode_batch_size, "reference_mean_tokens": round(mean_len - 1, 2),
                           "checkpoints": f"each system's own run ({len(own)} updates)",
-                          "command": "fairseq-generate DATA --gen-subset test --beam 4 --max-len-a 0 "
+                          "options": "fairseq-generate DATA --gen-subset test --beam 4 --max-len-a 0 "
                                      f"--max-len-b {length} --min-len {length} --batch-size {a.decode_batch_size} "
                                      "--required-batch-size-multiple 1"}
-            logger.info("decoding: %d test sentences, hypotheses of %d tokens, %d rounds", n_test, length,
-                        a.decode_rounds)
-            figures = decoding.decode_all(chosen, checkpoints, data, user_dir_path, a, device, length, baseline)
-            for n, d in figures.items():
+            logger.info("decoding: %d test sentences, hypotheses of %d tokens, FLOPs per generated token, then "
+                        "%d interleaved rounds paired per batch", n_test, length, a.decode_rounds)
+            for n, d in decoding.measure(chosen, checkpoints, data, user_dir_path, a, device, length,
+                                         baseline).items():
                 results[n]["decode"] = d
-                logger.info("[decode] %-24s %7.1f sentences/s  ratio %s", n, d["sentences_per_s"],
+                logger.info("[decode] %-24s %7.1f sentences/s  speed ratio %s", n, d["sentences_per_s"],
                             report.fmt(d.get("speed_ratio_median"), ".3f"))
-            if a.decode_step_rounds:
-                logger.info("decoding in this process: FLOPs per generated token, then %d interleaved rounds "
-                            "paired per batch", a.decode_step_rounds)
-                steps = decode_steps.measure(chosen, checkpoints, data, user_dir_path, a, device, length, baseline)
-                for n, d in steps.items():
-                    results[n]["decode"].update(d)
-                decode_cfg["step_rounds"] = a.decode_step_rounds
 
         ratios(results, baseline, a.arch_size)
         targets = report.check_targets(results, a.arch_size, baseline)
-        profile = {}
-        if a.profile:
-            from benchmarks.training.profile import profile_model
-            for n in names:
-                logger.info("profiling %s", n)
-                profile[n] = profile_model(all_args[n], task, batches, a, device)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    result = assemble(a, chosen, results, targets, profile, decode_cfg, phrases, task, device, out,
+    result = assemble(a, chosen, results, targets, decode_cfg, phrases, task, device, out,
                       tokens, sentences, len(timed), time.perf_counter() - t_start)
     result["config"]["own_timed_tokens_src_tgt"] = own_tokens
     result["device"]["copy_GBps"] = {"start": copy_start, "end": copy_throughput(device),

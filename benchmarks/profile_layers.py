@@ -9,24 +9,19 @@ Two methods, one sub-command each:
   encoder and the decoder self-attention and an incremental decoding step at beam search.
 
 Both count torch.profiler events and leaf aten ops of one step and time the steps paired
-(timing.paired_ms: back to back, --iters rounds in rotating order; the medians of the times and of
-the per-round speed ratio, baseline ms / module ms). With --before DIR (a checkout of an earlier
-version: `git archive main fairseq_mgsa | tar -x -C /tmp/main`) that version's module is measured
-in the same rotation, imported under another package name (its package __init__, which registers
-models with fairseq, is not run). What each measures, in full, and what it found:
-docs/benchmarks.md (the MG-SA layer) and docs/benchmarks-pba.md.
+(benchmarks/timing.py's paired_ms). With --before DIR (an earlier checkout: `git archive main
+fairseq_mgsa | tar -x -C /tmp/main`) that version's module is measured in the same rotation. What
+each measures and found: docs/benchmarks.md (the MG-SA layer) and docs/benchmarks-pba.md.
 
     python -m benchmarks.profile_layers mgsa --before /tmp/main
     python -m benchmarks.profile_layers pba --before /tmp/main --ops 12
 
-Results go to benchmarks/runs/mgsa_layer_profile.json and pba_profile.json (or --out; the
-committed results: --out docs/results/NAME.json).
+Writes benchmarks/runs/mgsa_layer_profile.json or pba_profile.json (or --out).
 """
 
 import argparse
 import datetime
 import importlib
-import inspect
 import os
 import shlex
 import statistics
@@ -38,7 +33,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from benchmarks.run_outputs import default_out, write_json
-from benchmarks.training.timing import paired_ms, speed_ratios
+from benchmarks.timing import paired_ms, speed_ratios
 
 MODELS = {"syntactic": "mgsa_transformer_syntactic", "ngram": "mgsa_transformer"}
 PRESETS = ["heterogeneous_convkv", "heterogeneous_queryk", "homogeneous_convkv", "homogeneous_queryk",
@@ -47,7 +42,7 @@ PRESETS = ["heterogeneous_convkv", "heterogeneous_queryk", "homogeneous_convkv",
 
 def load_before(root, module, name):
     """Class `name` of `module` (under fairseq_mgsa) of an earlier checkout, under the package
-    name fairseq_mgsa_before (the modules' old file names still import: modules/_moved.py)."""
+    name fairseq_mgsa_before."""
     pkg = types.ModuleType("fairseq_mgsa_before")
     pkg.__path__ = [os.path.join(os.path.abspath(root), "fairseq_mgsa")]
     sys.modules[pkg.__name__] = pkg
@@ -107,16 +102,12 @@ def grammar_batch(batch_size, seed, sentences_per_line, levels=3):
 
 def layer_setup(cls, cfg, batch):
     """(the layer of `cls`, its partitions of the batch), both made by the package `cls` comes from,
-    so that a --before checkout's layer gets its own granularities; versions before the parsed
-    granularities were handed to the layer built it from cfg alone."""
-    Granularities = sys.modules[cls.__module__].__dict__.get("Granularities")
-    if Granularities is None or "granularities" not in inspect.signature(cls).parameters:
-        from fairseq_mgsa.modules.mgsa.granularities import Granularities
-        layer = cls(cfg)
-    else:
-        layer = cls(cfg, Granularities.parse(cfg.mgsa_granularities))  # as the MG-SA encoder parses it
-    build_partitions = importlib.import_module(Granularities.__module__.rpartition(".")[0] + ".partition").build_partitions
-    return layer.train(), build_partitions(Granularities.parse(cfg.mgsa_granularities), *batch)
+    so that a --before checkout's layer gets its own granularities."""
+    package = cls.__module__.rpartition(".")[0]
+    Granularities = importlib.import_module(package + ".granularities").Granularities
+    granularities = Granularities.parse(cfg.mgsa_granularities)  # as the MG-SA encoder parses it
+    build_partitions = importlib.import_module(package + ".partition").build_partitions
+    return cls(cfg, granularities).train(), build_partitions(granularities, *batch)
 
 
 def profile_layer(model, batch_size, a, before_layer=None):
@@ -137,8 +128,7 @@ def profile_layer(model, batch_size, a, before_layer=None):
     x = torch.randn(mask.size(1), batch_size, cfg.encoder.embed_dim, requires_grad=True)
 
     def backward(out, *phrases):
-        # the layer returns (x, G_1, .., G_n); versions before the tuple return returned
-        # (x, {granularity: (G, partition)})
+        # the layer returns (x, {granularity: (G, partition)}), its self-attention (x, G_1, .., G_n)
         if len(phrases) == 1 and isinstance(phrases[0], Mapping):
             phrases = [g for g, _ in phrases[0].values()]
         loss = out.sum() + sum(g.sum() for g in phrases)  # the composed phrases' gradient, as the tag loss's
@@ -173,7 +163,7 @@ def profile_layer(model, batch_size, a, before_layer=None):
 
 
 def run_mgsa(a, run):
-    before = load_before(a.before, "modules.mgsa_encoder_layer", "MGSAEncoderLayer") if a.before else None
+    before = load_before(a.before, "modules.mgsa.encoder_layer", "MGSAEncoderLayer") if a.before else None
     run.update({"threads": a.threads, "iters": a.iters, "sentences per line": a.sentences_per_line})
     for model in a.models.split(","):
         for bs in (int(s) for s in a.batch_sizes.split(",")):
@@ -299,7 +289,7 @@ def run_pba(a, run):
     from fairseq_mgsa.modules.pba.attention import PhraseBasedAttention
     classes = {"fairseq MHA": None, "after": PhraseBasedAttention}
     if a.before:
-        classes["before"] = load_before(a.before, "modules.phrase_based_attention", "PhraseBasedAttention")
+        classes["before"] = load_before(a.before, "modules.pba.attention", "PhraseBasedAttention")
     for preset in a.presets.split(","):
         res = run["results"][preset] = measure_preset(preset, a, classes)
         for part, row in res.items():

@@ -7,23 +7,22 @@ per block, registers and spilled bytes per thread (the compiled kernel's metadat
     python -m benchmarks.recurrence_paths [--out DIR]           # on a CUDA GPU
     python -m benchmarks.recurrence_paths --out DIR --dry-run   # the code path on the CPU, tiny
 
-The widths are those of the heads a granularity feeds: 128 (base, 3 phrase granularities),
-256 (big, 3), 512, 768 (big, one granularity) and 1024 (all 16 heads of the big model in one).
-One JSON line a measurement into DIR/recurrence_paths.jsonl as it ends (a cut run keeps them);
-DIR defaults to benchmarks/runs/recurrence_paths/ (ignored by git, run_outputs.py).
+The widths are those of the heads a granularity feeds, 128 (base) to 1024 (all 16 heads of the
+big model in one). One JSON line a measurement into DIR/recurrence_paths.jsonl as it ends (a cut
+run keeps them); DIR defaults to benchmarks/runs/recurrence_paths/.
 """
 
 import argparse
 import json
 import os
 import statistics
-import time
 
 import torch
 
 from fairseq_mgsa.ops import recurrence as recurrence_loops, recurrence_path as recurrence_cells
 
 from benchmarks.run_outputs import default_out, git_info
+from benchmarks.timing import timed_update
 
 WIDTHS = [128, 256, 512, 768, 1024]
 
@@ -54,23 +53,11 @@ def path_functions(path, chunk_size):
 
 
 def timed(fn, reps, device):
-    """Median milliseconds of fn() over reps calls, each between CUDA events (after 2 warm calls)."""
+    """Median milliseconds of fn() over reps calls after 2 warm ones, each by timing.timed_update
+    (between CUDA events on a GPU)."""
     for _ in range(2):
         fn()
-    times = []
-    for _ in range(reps):
-        if device.type == "cuda":
-            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            a.record()
-            fn()
-            b.record()
-            b.synchronize()
-            times.append(a.elapsed_time(b))
-        else:
-            t = time.perf_counter()
-            fn()
-            times.append((time.perf_counter() - t) * 1e3)
-    return statistics.median(times)
+    return 1000 * statistics.median(timed_update(lambda _: fn(), None, device) for _ in range(reps))
 
 
 def compiled_info(kernel):

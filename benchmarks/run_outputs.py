@@ -24,6 +24,11 @@ def with_folder(path: str) -> str:
     return path
 
 
+def load_average() -> str:
+    """The 1, 5 and 15 minute load averages: a figure is only comparable with them."""
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def git_info() -> dict:
     """{"commit": the checkout's HEAD or None outside git, "dirty": tracked files changed}."""
     def git(*a):

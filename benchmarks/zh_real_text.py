@@ -1,17 +1,15 @@
-"""Real Chinese text through the pipeline: segmentation, parsing and alignment of test sets given as
-mteval XML (the Chinese source and the English of the same talks, matched by document and segment
-id), timed per stage, with the sentences whose trees do not fit (docs/tatoeba.md, "Real text", says
-how each stage runs and gives the figures). Writes benchmarks/runs/zh_real_text.json (or ``--out``).
+"""Real Chinese text through the pipeline: segmentation, parsing and alignment of test sets, timed
+per stage, with the sentences whose trees do not fit (docs/tatoeba.md, "Real text", says how each
+stage runs and gives the figures). A set is its Chinese and its English as text, one segment a line
+(examples/common/test_set_text.py makes them from mteval XML or SGML, segments matched by id).
+Writes benchmarks/runs/zh_real_text.json (or ``--out``).
 
-    python -m benchmarks.zh_real_text --parser /work/data/parsers/sinica_zh --t2s \\
-        --pair /work/data/wit3/zh-en/IWSLT17.TED.tst2016.zh-en.zh.xml /work/data/wit3/en-zh/IWSLT17.TED.tst2016.en-zh.en.xml
+    python -m benchmarks.zh_real_text --parser /work/data/parsers/sinica_zh --t2s --pair RAW/tst2016.zh RAW/tst2016.en
 """
 
 import argparse
-import html
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -19,33 +17,13 @@ import time
 
 from benchmarks.run_outputs import default_out, write_json
 
-DOC = re.compile(r"<doc\s[^>]*docid=\"?([^\"\s>]+)\"?[^>]*>(.*?)</doc>", re.S | re.I)
-SEG = re.compile(r"<seg\s[^>]*id=\"?([^\"\s>]+)\"?[^>]*>(.*?)</seg>", re.S | re.I)
-
-
-def read_segments(path):
-    """{(docid, segid): text} of an mteval XML file, its order kept; white space collapsed."""
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
-    out = {}
-    for doc, body in DOC.findall(text):
-        for seg, content in SEG.findall(body):
-            key = (doc, seg)
-            if key in out:
-                sys.exit(f"zh_real_text.py: error: {path}: document {doc} has segment {seg} twice")
-            out[key] = " ".join(html.unescape(content).split())
-    if not out:
-        sys.exit(f"zh_real_text.py: error: {path}: no <doc docid=...><seg id=...> found (mteval XML expected)")
-    return out
-
-
 def paired(zh_path, en_path):
-    zh, en = read_segments(zh_path), read_segments(en_path)
-    missing = [k for k in zh if k not in en]
-    if missing or len(en) != len(zh):
-        sys.exit(f"zh_real_text.py: error: {en_path} does not hold the segments of {zh_path} "
-                 f"({len(en)} and {len(zh)} segments; first missing: {missing[:1]})")
-    return [zh[k] for k in zh], [en[k] for k in zh]
+    """The lines of both files, which must be as many."""
+    zh, en = (open(path, encoding="utf-8").read().splitlines() for path in (zh_path, en_path))
+    if len(zh) != len(en):
+        sys.exit(f"zh_real_text.py: error: {en_path} has {len(en)} lines, {zh_path} {len(zh)} (one segment a "
+                 f"line in both expected)")
+    return zh, en
 
 
 def write(path, lines):
@@ -58,7 +36,7 @@ def per_1000(seconds, n):
 
 
 def run_set(a, zh_path, en_path, work):
-    name = re.sub(r"\.zh-en\.zh\.xml$|\.xml$", "", os.path.basename(zh_path))
+    name = os.path.splitext(os.path.basename(zh_path))[0]
     zh, en = paired(zh_path, en_path)
     n = len(zh)
     pref = os.path.join(work, name)
@@ -117,8 +95,8 @@ def run_set(a, zh_path, en_path, work):
 
 def get_parser():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--pair", nargs=2, action="append", required=True, metavar=("ZH_XML", "EN_XML"),
-                   help="a test set: its Chinese and its English mteval XML (repeat for each set)")
+    p.add_argument("--pair", nargs=2, action="append", required=True, metavar=("ZH", "EN"),
+                   help="a test set: its Chinese and its English, one segment a line (repeat for each set)")
     p.add_argument("--parser", required=True, help="a model folder of mgsa-train-parser (mgsa_parser.json)")
     p.add_argument("--t2s", action="store_true", help="Traditional characters made Simplified before segmenting")
     p.add_argument("--bpe-codes", help="subword-nmt codes of the Chinese side (else words, no subwords)")

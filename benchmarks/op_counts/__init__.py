@@ -1,13 +1,10 @@
 """What a GPU pays for in one training update, counted on any machine, the CPU included: the
-aten operators that run a kernel on the device, and the host-device synchronisations (the
-counter; `python -m benchmarks.op_counts`, __main__.py, prints them for the registered systems).
+aten operators that run a kernel on the device, and the host-device synchronisations.
 
-OpCounter is a TorchDispatchMode, so it sits below autograd: it sees the backward's operators
-(and activation checkpointing's recomputation) as they are dispatched, the optimizer's, and the
-forward's after every composite operator (matmul, reshape, layer_norm, ...) has been decomposed
-into what runs. What counts as a kernel operator and as a synchronisation, and why:
-docs/benchmarks.md, "Operators and synchronisations"; RULES below, stored with every count, says
-it in short.
+OpCounter is a TorchDispatchMode, below autograd: it sees the backward's operators (activation
+checkpointing's recomputation too), the optimizer's, and the forward's after every composite
+operator has been decomposed into what runs. What counts, and why: docs/benchmarks.md,
+"Operators and synchronisations"; RULES below, stored with every count, says it in short.
 """
 
 import collections
@@ -20,6 +17,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 from torch.utils.weak import WeakIdKeyDictionary
 
+from benchmarks.run_outputs import ROOT
+
 aten = torch.ops.aten
 ALLOCATIONS = {aten.empty, aten.empty_strided, aten.empty_like, aten.new_empty, aten.new_empty_strided,
                aten.empty_permuted}
@@ -30,7 +29,6 @@ DATA_DEPENDENT = {aten.nonzero: "nonzero", aten.masked_select: "masked_select", 
 BOOL_INDEXED = {aten.index, aten.index_put, aten.index_put_, aten._index_put_impl_}
 PHASES = ("forward", "backward", "optimizer")
 _TORCH_DIR = os.path.dirname(torch.__file__)
-_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _mutates(func, cache={}):
@@ -63,8 +61,8 @@ def _site():
     while f is not None:
         path = os.path.abspath(f.f_code.co_filename)
         if not path.startswith(_TORCH_DIR) and path != os.path.abspath(__file__) and "contextlib" not in path:
-            if path.startswith(_ROOT + os.sep):
-                path = os.path.relpath(path, _ROOT)
+            if path.startswith(ROOT + os.sep):
+                path = os.path.relpath(path, ROOT)
             elif "site-packages" in path:
                 path = path.split("site-packages" + os.sep, 1)[1]
             return f"{path}:{f.f_lineno} {f.f_code.co_name}"
@@ -275,7 +273,7 @@ def count(fn, *args, device="cpu", **kwargs):
 
 
 def count_update(step, sample, device, modules=()):
-    """The summary of one training update `step(sample, phase)` (timing.update_step's
+    """The summary of one training update `step(sample, phase)` (update.update_step's
     signature), split into forward, backward and optimizer; given modules (the model, the
     criterion), "by_module" holds the kernel operators per submodule of them
     (OpCounter.module_summary, modules.py)."""

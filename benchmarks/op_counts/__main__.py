@@ -1,9 +1,6 @@
 """Kernel operators and host-device synchronisations per training update of the registered systems, counted on
-the CPU in a minute: the part of benchmarks/bench_training.py that predicts GPU time where a step is launch-bound.
-
-The same corpus and batches as bench_training.py (its defaults give the same first batch), every system's
-model from the same seed, one uncounted update on the first batch, then the update counted (__init__.py).
-docs/benchmarks.md, "Operators and synchronisations", has the rules, the options and the figures.
+the CPU in a minute: the part of benchmarks/bench_training.py that predicts GPU time where a step is launch-bound,
+on its corpus and first batch. docs/benchmarks.md, "Operators and synchronisations", has the rules and figures.
 
     python -m benchmarks.op_counts --arch-size base --systems transformer,hysan
     python -m benchmarks.op_counts --arch-size base --where --top 15 --by-module 20 --systems mgsa_syntactic
@@ -25,7 +22,7 @@ import torch
 
 from benchmarks import bench_training, op_counts
 from benchmarks.training import data as bdata
-from benchmarks.training import timing
+from benchmarks.training import update
 from benchmarks.run_outputs import default_out, write_json
 from benchmarks.training.env import device_info
 from benchmarks.training.report import fmt, render
@@ -39,20 +36,10 @@ def get_parser():
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     bench_training.add_system_options(p)
     p.add_argument("--arch-size", choices=registry.SIZES, default="base")
-    p.add_argument("--max-tokens", type=int, default=4096)
     p.add_argument("--batches", type=int, default=55,
                    help="batches the generated corpus is sized for (bench_training.py's --warmup + --updates; "
                         "the first batch depends on it)")
-    p.add_argument("--train-sentences", type=int, help="size of the generated training set (default: from --batches)")
-    p.add_argument("--sentences-per-line", type=int, default=1)
-    p.add_argument("--data", help="an existing binarized data directory instead of the generated corpus")
-    p.add_argument("--task", default="mgsa_translation")
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
-    p.add_argument("--fp16", action="store_true", help="float16 autocast and a GradScaler, as bench_training.py's")
-    p.add_argument("--bf16", action="store_true", help="bfloat16 autocast")
-    p.add_argument("--lr", type=float, default=5e-4)
-    p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--threads", type=int, help="torch.set_num_threads")
     p.add_argument("--where", action="store_true", help="list each system's synchronisations by source line")
     p.add_argument("--top", type=int, default=0, help="list each system's N most frequent kernel operators")
     p.add_argument("--by-module", type=int, default=0, metavar="N",
@@ -78,7 +65,7 @@ def measure(a, chosen, device):
         results = {}
         for s in chosen:
             t0 = time.perf_counter()
-            r = timing.flops_per_update(all_args[s.name], task, batch, a, device, count_ops=True,
+            r = update.flops_per_update(all_args[s.name], task, batch, a, device, count_ops=True,
                                        by_module=bool(a.by_module))
             results[s.name] = {"label": s.label, **r}
             logger.info("%-24s %6d kernel operators, %3d host syncs (%.1f s)", s.name, r["ops"]["kernel_ops"],

@@ -10,7 +10,7 @@ import statistics
 
 import torch
 
-from .env import synced_seconds
+from benchmarks.timing import synced_seconds
 
 # dense tensor-core TFLOP/s for float16 and bfloat16 (the same on these chips), NVIDIA's data
 # sheets; the first substring found in torch.cuda.get_device_name decides (so the longer names first)

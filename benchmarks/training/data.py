@@ -2,11 +2,12 @@
 once, and one list of batches shared by all systems."""
 
 import inspect
-import io
 import itertools
+import json
 import logging
 import os
-from contextlib import redirect_stdout
+import subprocess
+import sys
 
 logger = logging.getLogger("bench_training")
 
@@ -14,27 +15,20 @@ logger = logging.getLogger("bench_training")
 def make_data(workdir, train_sentences, test_sentences, seed, sentences_per_line=1, valid_sentences=100):
     """Synthetic corpus with gold trees -> `mgsa-preprocess` binaries (joined dictionary, phrase
     files syn1..syn3, tag dictionary). Returns (data-bin dir, summary of the phrase levels)."""
-    from mgsa_preprocess import cli
     from mgsa_preprocess.synthetic import write_corpus
 
     raw, data = os.path.join(workdir, "raw"), os.path.join(workdir, "data-bin")
     write_corpus(raw, (("train", train_sentences), ("valid", valid_sentences), ("test", test_sentences)), seed=seed,
                  sentences_per_line=sentences_per_line)
-    args = cli.get_parser().parse_args([
-        "--source-lang", "src", "--target-lang", "tgt", "--trainpref", f"{raw}/train",
-        "--validpref", f"{raw}/valid", "--testpref", f"{raw}/test", "--destdir", data,
-        "--joined-dictionary", "--workers", "1", "--trees-suffix", "tree", "--levels", "3",
-        "--subword-style", "none", "--no-progress-bar"])
-    quiet = [logging.getLogger(n) for n in ("fairseq_cli.preprocess", "mgsa_preprocess")]
-    levels = [q.level for q in quiet]
-    for q in quiet:
-        q.setLevel(logging.WARNING)
-    try:
-        with redirect_stdout(io.StringIO()):  # the report is printed; its figures go into the JSON
-            report = cli.run(args)
-    finally:
-        for q, level in zip(quiet, levels):
-            q.setLevel(level)
+    proc = subprocess.run([
+        sys.executable, "-m", "mgsa_preprocess.cli", "--source-lang", "src", "--target-lang", "tgt",
+        "--trainpref", f"{raw}/train", "--validpref", f"{raw}/valid", "--testpref", f"{raw}/test", "--destdir", data,
+        "--joined-dictionary", "--workers", "1", "--trees-suffix", "tree", "--levels", "3", "--subword-style", "none",
+        "--no-progress-bar"], capture_output=True, text=True)
+    if proc.returncode:
+        raise RuntimeError(f"mgsa-preprocess failed on the generated corpus:\n{proc.stderr[-3000:]}")
+    with open(os.path.join(data, "mgsa_preprocess_report.json"), encoding="utf-8") as f:
+        report = json.load(f)
     train = report["splits"]["train"]
     return data, {"tags": report["tags"], "train_sentences": train["sentences"],
                   "mean_phrase_tokens": [lv["mean_phrase_subwords"] for lv in train["levels"]]}

@@ -1,20 +1,21 @@
-"""Decoding speed: `fairseq-generate --beam 4` of every system on the same test sentences, each
-system's own model after its timed updates, every hypothesis exactly `length` tokens long (so that
-every system runs the same decoder steps; docs/benchmarks.md says why), in interleaved rounds. The
-figure is fairseq-generate's own (`Translated N sentences ... (X sentences/s)`: model loading left out).
+"""Decoding speed, measured like training: every system's own model after its timed updates, loaded
+and run as `fairseq-generate --beam 4` loads and runs it (its options, `task.inference_step`, the
+call fairseq-generate times), in this process. FLOPs per generated token (FlopCounterMode over every
+test batch), then paired per-batch times over interleaved rounds; every hypothesis exactly `length`
+tokens long, so that every system runs the same decoder steps. docs/benchmarks.md says what the
+figures count and what their intervals cover.
 """
 
+import logging
 import os
-import re
-import shlex
-import statistics
-import subprocess
 import sys
 
-from .timing import interleaved, speed_ratios
+import torch
+from torch.utils.flop_counter import FlopCounterMode
 
-TRANSLATED = re.compile(r"Translated ([\d,]+) sentences \(([\d,]+) tokens\) in ([\d.]+)s "
-                        r"\(([\d.]+) sentences/s, ([\d.]+) tokens/s\)")
+from benchmarks.timing import interleaved, paired, synced_seconds
+
+logger = logging.getLogger("bench_training")
 
 
 def save_checkpoint(model, args, path, num_updates):
@@ -39,39 +40,77 @@ def generate_command(system, data, user_dir, checkpoint, length, batch_size, dev
             *(["--cpu"] if device.type == "cpu" else []), *(["--fp16"] if fp16 else [])]
 
 
-def run_generate(cmd, env):
-    """Runs fairseq-generate; returns its figures and the lengths of its hypotheses."""
-    proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    m = TRANSLATED.search(proc.stdout)
-    if proc.returncode != 0 or m is None:
-        raise RuntimeError(f"fairseq-generate failed (exit {proc.returncode}): {shlex.join(cmd)}\n"
-                           + "\n".join(proc.stdout.splitlines()[-15:]))
-    n, tokens = int(m.group(1).replace(",", "")), int(m.group(2).replace(",", ""))
-    speed = float(m.group(4))  # n / generation time (the time itself is printed to 0.1 s only)
-    lengths = [len(line.split("\t")[2].split()) for line in proc.stdout.splitlines() if line.startswith("H-")]
-    return {"sentences": n, "tokens": tokens, "seconds": n / speed, "sentences_per_s": speed,
-            "hypothesis_lengths": lengths}
+class Decoder:
+    """One system's models, generator and test batches, as fairseq-generate builds them."""
+
+    def __init__(self, system, data, user_dir, checkpoint, length, batch_size, device, fp16):
+        from fairseq import checkpoint_utils, options, tasks, utils
+        from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+
+        argv = generate_command(system, data, user_dir, checkpoint, length, batch_size, device, fp16)[3:]
+        cfg = convert_namespace_to_omegaconf(options.parse_args_and_arch(options.get_generation_parser(), argv))
+        self.task = tasks.setup_task(cfg.task)
+        self.models, saved_cfg = checkpoint_utils.load_model_ensemble(
+            utils.split_paths(cfg.common_eval.path), task=self.task)
+        self.task.load_dataset(cfg.dataset.gen_subset, task_cfg=saved_cfg.task)
+        for model in self.models:
+            if fp16:
+                model.half()
+            model.to(device)
+            model.prepare_for_inference_(cfg)
+        itr = self.task.get_batch_iterator(
+            dataset=self.task.dataset(cfg.dataset.gen_subset), max_tokens=cfg.dataset.max_tokens,
+            max_sentences=cfg.dataset.batch_size,
+            max_positions=utils.resolve_max_positions(self.task.max_positions(),
+                                                      *[m.max_positions() for m in self.models]),
+            required_batch_size_multiple=cfg.dataset.required_batch_size_multiple, seed=cfg.common.seed,
+            num_workers=0).next_epoch_itr(shuffle=False)
+        self.batches = [utils.move_to_cuda(b) if device.type == "cuda" else b for b in itr if "net_input" in b]
+        self.generator = self.task.build_generator(self.models, cfg.generation)
+        self.device = device
+
+    def decode(self, batch):
+        """The best hypotheses' token counts (end-of-sentence included) of one batch."""
+        with torch.no_grad():
+            hypos = self.task.inference_step(self.generator, self.models, batch)
+        return [len(h[0]["tokens"]) for h in hypos]
 
 
-def decode_all(systems, checkpoints, data, user_dir, a, device, length, baseline):
-    """{name: figures}: `a.decode_rounds` interleaved rounds of fairseq-generate per system."""
-    env = dict(os.environ, OMP_NUM_THREADS=str(a.threads or os.environ.get("OMP_NUM_THREADS", "") or 1))
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (os.path.dirname(user_dir), env.get("PYTHONPATH")) if p)
-    names = [s.name for s in systems]
-    by_name = {s.name: s for s in systems}
-    runs = interleaved(lambda n, _: run_generate(generate_command(by_name[n], data, user_dir, checkpoints[n], length,
-                                                                  a.decode_batch_size, device, a.fp16), env),
-                       names, [None], a.decode_rounds)
+def count_flops(dec):
+    """FLOPs of decoding the whole test split, per generated token, and the encoder's share
+    (counted again alone: the encoder call beam search makes once per batch)."""
+    with FlopCounterMode(display=False) as counter:
+        lengths = [n for batch in dec.batches for n in dec.decode(batch)]
+    with FlopCounterMode(display=False) as encoder, torch.no_grad():
+        for batch in dec.batches:
+            for model in dec.models:
+                model.encoder.forward_torchscript(batch["net_input"])
+    total, tokens = counter.get_total_flops(), sum(lengths)
+    return {"sentences": len(lengths), "hypothesis_tokens": sorted({n - 1 for n in lengths}),  # eos left out
+            "decode_flops": total, "decode_generated_tokens": tokens, "decode_flops_per_token": total / tokens,
+            "decode_encoder_flops_share": encoder.get_total_flops() / total if total else None}
+
+
+def measure(systems, checkpoints, data, user_dir, a, device, length, baseline):
+    """{name: figures} for the systems: FLOPs per generated token and the paired time ratios."""
+    decoders = {s.name: Decoder(s, data, user_dir, checkpoints[s.name], length, a.decode_batch_size, device, a.fp16)
+                for s in systems}
+    sizes = {n: [len(b["id"]) for b in d.batches] for n, d in decoders.items()}
+    if len({tuple(v) for v in sizes.values()}) != 1:
+        raise RuntimeError(f"decoding batches differ between systems: {sizes}")
     out = {}
-    for n in names:
-        rs = runs[n]
-        lengths = sorted({x for run in rs for x in run["hypothesis_lengths"]})
-        out[n] = {"sentences": rs[0]["sentences"], "hypothesis_tokens": lengths,
-                  "seconds_runs": [x["seconds"] for x in rs],
-                  "sentences_per_s": statistics.median(x["sentences_per_s"] for x in rs),
-                  "sentences_per_s_runs": [x["sentences_per_s"] for x in rs]}
-        if baseline in runs:
-            ratios = speed_ratios([x["seconds"] for x in rs], [b["seconds"] for b in runs[baseline]])
-            out[n]["speed_ratio_median"] = statistics.median(ratios)
-            out[n]["speed_ratio_runs"] = ratios
+    for n, dec in decoders.items():
+        out[n] = count_flops(dec)
+        logger.info("[decode FLOPs] %-24s %.4f GFLOP per generated token (encoder %.0f%%)", n,
+                    out[n]["decode_flops_per_token"] / 1e9, 100 * (out[n]["decode_encoder_flops_share"] or 0))
+    # every batch decoded by every system back to back, order rotating (the FLOP count was the warm-up)
+    times = interleaved(lambda n, i: synced_seconds(lambda: decoders[n].decode(decoders[n].batches[i]), device),
+                        decoders, range(len(sizes[n])), a.decode_rounds)
+    for n, r in out.items():
+        r["decode_batch_s"] = times[n]
+        r["sentences_per_s"] = r["sentences"] * a.decode_rounds / sum(times[n])
+        if baseline in times:
+            pr = paired(times[n], times[baseline])
+            r.update({"decode_" + k: v for k, v in pr.items()})
+            r["speed_ratio_median"] = pr["speed_ratio_interleaved_median"]
     return out

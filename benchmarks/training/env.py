@@ -1,4 +1,4 @@
-"""The machine and the process: versions, device, synchronisation, peak memory on CPU."""
+"""The machine and the process: versions, device, peak memory on CPU, a copy-throughput probe."""
 
 import ctypes
 import gc
@@ -6,12 +6,10 @@ import os
 import platform
 import resource
 import statistics
-import time
 
 import torch
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
+from benchmarks.timing import synced_seconds
 
 def cpu_name():
     try:
@@ -32,27 +30,10 @@ def device_info(device):
     return {"type": "cpu", "name": cpu_name(), "threads": torch.get_num_threads(), "cores": os.cpu_count()}
 
 
-def sync(device):
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def synced_seconds(fn, device):
-    """Seconds of fn() by the host's clock, the device idle before it and waited for after it."""
-    sync(device)
-    t0 = time.perf_counter()
-    fn()
-    sync(device)
-    return time.perf_counter() - t0
-
-
 class CpuPeakMemory:
-    """Peak RSS growth of this process during a block, in MB. The growth of the process's peak
-    resident set (VmHWM) over its resident set at start(): the peak is reset through
-    /proc/self/clear_refs and freed heap is returned with malloc_trim first, so each model
-    gets its own figure. Where /proc/self/clear_refs is not writable: the growth of
-    getrusage's ru_maxrss, which only sees models that raise the process's peak (`method`
-    says which)."""
+    """Peak RSS growth of this process during a block, in MB: the peak resident set (VmHWM), reset
+    through /proc/self/clear_refs after malloc_trim, over the resident set at start(). Where
+    clear_refs is not writable, ru_maxrss's growth, which only sees a new peak (`method` says which)."""
 
     def __init__(self):
         self.method = "VmHWM growth (peak reset via /proc/self/clear_refs, after malloc_trim)"

@@ -12,8 +12,9 @@ import os
 import subprocess
 import sys
 
+from benchmarks.run_outputs import ROOT
+
 MARK = "PEAK_MEM_JSON "
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 METHOD = ("VmHWM growth in a process of its own per system (MALLOC_MMAP_THRESHOLD_=131072: tensors of "
           "128 KiB or more are mmapped, freed memory leaves the resident set), over the model's building "
           "and the own run's batches")
@@ -43,7 +44,7 @@ def main():
 
     from benchmarks.training import data as bdata
     from benchmarks.training.env import CpuPeakMemory
-    from benchmarks.training.timing import train_one
+    from benchmarks.training.update import train_one
 
     cfg = json.loads(sys.argv[1])
     if cfg["threads"]:

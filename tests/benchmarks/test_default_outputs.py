@@ -15,7 +15,7 @@ import pytest
 from tests.paths import ROOT, checkout_pythonpath
 
 BENCHMARKS = os.path.join(ROOT, "benchmarks")
-HELPERS = {"__init__", "run_outputs"}  # modules the scripts import, not scripts
+HELPERS = {"__init__", "run_outputs", "timing"}  # modules the scripts import, not scripts
 # a script: a module of benchmarks/ or a package with a __main__.py (op_counts)
 SCRIPTS = sorted([name for name in (os.path.basename(p)[:-3] for p in glob.glob(os.path.join(BENCHMARKS, "*.py")))
                   if name not in HELPERS]

@@ -12,7 +12,7 @@ import torch
 
 from benchmarks.training import data as bdata
 from benchmarks import op_counts
-from benchmarks.training import timing
+from benchmarks.training import update
 from fairseq_mgsa import systems as registry
 from tests.fairseq_runs import USER_DIR, make_data_bin
 from tests.paths import ROOT
@@ -199,7 +199,7 @@ def system_counts(tmp_path_factory):
     for s in registry.distinct_models():  # SMALL_BASE fixes the layers: a depth variant is its original
         name = s.name
         args = bdata.parse(common + s.train_args("base") + list(SMALL_BASE))
-        out[name] = timing.flops_per_update(args, task, batch, a, torch.device("cpu"), count_ops=True)["ops"]
+        out[name] = update.flops_per_update(args, task, batch, a, torch.device("cpu"), count_ops=True)["ops"]
     return out
 
 

@@ -1,9 +1,9 @@
-"""benchmarks/training/timing.py's paired timing, the one every benchmark uses (bench_training's
+"""benchmarks/timing.py, the paired timing, the one every benchmark uses (bench_training's
 training and decoding, profile_layers): the order rotates from item to item and on
 across rounds, the i-th values of two names are a pair, the rounds stop early when told, and the
 speed ratio is the baseline's time over the system's (> 1: faster)."""
 
-from benchmarks.training.timing import interleaved, paired, paired_ms, speed_ratios
+from benchmarks.timing import interleaved, paired, paired_ms, speed_ratios
 
 
 def test_the_order_rotates_and_the_values_pair_up():
