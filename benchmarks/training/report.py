@@ -173,7 +173,7 @@ def readme_table(report):
            "Adam with foreach (benchmarks/op_counts)" if any(
                r.get("kernel_ops") is not None for r in report["systems"].values()) else "") + "; "
         + (f"decoding: --beam 4 on {dc['sentences']} test sentences, every hypothesis {dc['length']} tokens "
-           f"(--min-len = --max-len-b), {dc['rounds']} interleaved round(s) paired per batch. " if dc else "")
+           f"(--min-len = --max-len-b), {dc.get('step_rounds') or dc['rounds']} interleaved round(s) paired per batch. " if dc else "")
         + f"`{report['command']}`, `{report['out']}`.",
         "",
         "| system | params | FLOPs/update (ratio) | kernel operators/update (ratio) | host syncs/update "
