@@ -19,7 +19,8 @@ from benchmarks.run_outputs import default_out, write_json
 
 def paired(zh_path, en_path):
     """The lines of both files, which must be as many."""
-    zh, en = (open(path, encoding="utf-8").read().splitlines() for path in (zh_path, en_path))
+    with open(zh_path, encoding="utf-8") as fz, open(en_path, encoding="utf-8") as fe:
+        zh, en = fz.read().splitlines(), fe.read().splitlines()
     if len(zh) != len(en):
         sys.exit(f"zh_real_text.py: error: {en_path} has {len(en)} lines, {zh_path} {len(zh)} (one segment a "
                  f"line in both expected)")
@@ -115,6 +116,7 @@ def main(argv=None):
         for path in (zh_path, en_path):
             if not os.path.isfile(path):
                 sys.exit(f"zh_real_text.py: error: {path}: no such file")
+        paired(zh_path, en_path)  # every set's line counts checked before any work
     work = a.work or tempfile.mkdtemp(prefix="zh_real_text.")
     os.makedirs(work, exist_ok=True)
     result = {"parser": os.path.abspath(a.parser), "t2s": a.t2s, "bpe_codes": [a.bpe_codes, a.tgt_bpe_codes],

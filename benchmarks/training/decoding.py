@@ -104,8 +104,9 @@ def measure(systems, checkpoints, data, user_dir, a, device, length, baseline):
         logger.info("[decode FLOPs] %-24s %.4f GFLOP per generated token (encoder %.0f%%)", n,
                     out[n]["decode_flops_per_token"] / 1e9, 100 * (out[n]["decode_encoder_flops_share"] or 0))
     # every batch decoded by every system back to back, order rotating (the FLOP count was the warm-up)
+    n_batches = len(next(iter(sizes.values())))  # the same for every system (checked above)
     times = interleaved(lambda n, i: synced_seconds(lambda: decoders[n].decode(decoders[n].batches[i]), device),
-                        decoders, range(len(sizes[n])), a.decode_rounds)
+                        decoders, range(n_batches), a.decode_rounds)
     for n, r in out.items():
         r["decode_batch_s"] = times[n]
         r["sentences_per_s"] = r["sentences"] * a.decode_rounds / sum(times[n])
