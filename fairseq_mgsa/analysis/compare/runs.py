@@ -153,7 +153,8 @@ def read_stop(train_log: str) -> Dict:
     or 'unfinished': no "done training" after its last training line), whether its last validation
     was still its best, `capped` (a cap stopped it while improving), its best validation loss
     (and BLEU with --eval-bleu) and training minutes (fairseq's "done training in X seconds",
-    summed over the resumed sessions of the log; the clock of the log's lines when it has none)."""
+    summed over the resumed sessions of the log; the clock of the log's lines for a session without
+    it; pauses between the lines not counted: trainlog.session_minutes)."""
     r = read_train_log(train_log)
     return {"run": os.path.dirname(os.path.abspath(train_log)), "stopped_at_update": r.stop_update, "stop": r.stop,
             "improving_at_end": r.improving_at_end, "capped": r.capped, "best_valid_loss": r.best_loss,

@@ -83,12 +83,13 @@ class Summary:
     patience: Optional[int]       # the run's --patience
     recent_gain: Optional[float]  # how much the best score improved over the last `patience` validations
     train_minutes: Optional[float]
+    paused_minutes: float = 0.0   # pauses between the log's lines, not in train_minutes
 
     @classmethod
     def of(cls, r) -> "Summary":
         """From trainlog.TrainLog."""
         return cls(r.log, r.stop_update or 0, r.best_loss, r.best_bleu, r.best_update, r.validations, r.stopped_by,
-                   bool(r.improving_at_end), r.patience, r.recent_gain, r.train_minutes)
+                   bool(r.improving_at_end), r.patience, r.recent_gain, r.train_minutes, r.paused_minutes)
 
     def line(self) -> str:
         if self.best_loss is None:
@@ -104,6 +105,8 @@ class Summary:
             how += (f" (best BLEU up {self.recent_gain:.2f}" if self.best_bleu is not None else
                     f" (best loss down {self.recent_gain:.3f}") + f" over the last {self.patience} validations)"
         mins = "" if self.train_minutes is None else f", {self.train_minutes:.1f} minutes"
+        if self.paused_minutes:
+            mins += f" ({self.paused_minutes:.1f} minutes paused, not counted)"
         return f"{self.log}: update {self.stop_update}, {best} ({self.validations} validations), {how}{mins}"
 
 

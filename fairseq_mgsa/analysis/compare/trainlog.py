@@ -22,6 +22,14 @@ STAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) \|", flags=re.M)
 VALID_LINE = re.compile(r"\| valid on '([^']*)' subset \|(.*)$")
 FIELD = re.compile(r"\s*([a-z_0-9]+)\s+([-+0-9.e]+|inf|nan)\s*")
 UPDATES = re.compile(r"\bnum_updates[ =](\d+)")
+INNER = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) \| INFO \| train_inner \|", flags=re.M)
+# a gap between two of a session's lines this many times its median gap between progress lines, and
+# at least PAUSE_SECONDS, is a pause (a stopped process, a suspended machine), not training: tiny runs
+# log within a second, so the floor keeps a validation or a checkpoint's save from counting as one
+PAUSE_FACTOR = 10
+PAUSE_SECONDS = 300
+# fairseq-train's first line of a session: its whole configuration (fairseq_cli/train.py's main)
+SESSION = re.compile(r"^.*\| fairseq_cli\.train \| \{'_name'", flags=re.M)
 DONE = re.compile(r"done training in ([\d.]+) seconds")
 PATIENCE = re.compile(r"'patience': (-?\d+)")
 METRIC = re.compile(r"'best_checkpoint_metric': '([^']+)'")
@@ -41,9 +49,10 @@ class TrainLog:
     patience: Optional[int]          # the run's --patience, from its logged configuration
     recent_gain: Optional[float]     # how much the best score improved over the last `patience` validations (loss: fell
     #                                  by, bleu: rose by)
-    train_minutes: Optional[float]   # fairseq's "done training" seconds summed over sessions (+ the clock of an
-    #                                  unfinished one's lines)
+    train_minutes: Optional[float]   # summed over the log's sessions: fairseq's "done training" seconds, or the
+    #                                  clock of its lines for a session killed or still running; pauses not counted
     metric: str = "loss"             # the run's --best-checkpoint-metric: loss, or bleu (lower / higher is better)
+    paused_minutes: float = 0.0      # the pauses found between the log's lines, left out of train_minutes
 
     @property
     def capped(self) -> bool:
@@ -116,6 +125,46 @@ def last_stop(text: str, done: List[re.Match]) -> str:
     return max(found)[1] if found else "max-epoch"
 
 
+def paused_minutes(session: str) -> float:
+    """The minutes of a session's gaps between two consecutive lines longer than both PAUSE_SECONDS and
+    PAUSE_FACTOR times its median gap between fairseq's progress lines (train_inner, every
+    --log-interval updates): a process stopped and continued (kill -STOP / -CONT) or a suspended
+    machine, whose time fairseq's own clock counts as training. Without three progress lines nothing
+    is called a pause."""
+    inner = [datetime.fromisoformat(t) for t in INNER.findall(session)]
+    if len(inner) < 3:
+        return 0.0
+    steps = sorted((b - a).total_seconds() for a, b in zip(inner, inner[1:]))
+    limit = max(PAUSE_FACTOR * steps[len(steps) // 2], PAUSE_SECONDS)
+    stamps = [datetime.fromisoformat(t) for t in STAMP.findall(session)]
+    gaps = ((b - a).total_seconds() for a, b in zip(stamps, stamps[1:]))
+    return sum(g for g in gaps if g > limit) / 60
+
+
+def session_minutes(text: str):
+    """(training minutes, paused minutes) summed over the log's sessions (each starts with
+    fairseq-train's configuration line; a log without one is one session). A session's training time:
+    its "done training" seconds, and the clock of its lines after the last of them when it went on
+    (killed or running); a session killed before its "done" counts the clock of its lines, so a run
+    resumed after a kill keeps those minutes. The pauses found in a session are taken out of its
+    time and returned apart. Training minutes are None when no session says anything of its time."""
+    starts = [m.start() for m in SESSION.finditer(text)] or [0]
+    starts[0] = 0
+    total, paused, known = 0.0, 0.0, False
+    for begin, end in zip(starts, starts[1:] + [len(text)]):
+        session = text[begin:end]
+        done = list(DONE.finditer(session))
+        tail = session[done[-1].end():] if done else session
+        span = clock_minutes(tail) if (not done or UPDATES.search(tail)) else None
+        if not done and span is None:
+            continue
+        pause = paused_minutes(session)
+        total += max(sum(float(m.group(1)) for m in done) / 60 + (span or 0.0) - pause, 0.0)
+        paused += pause
+        known = True
+    return (total if known else None), paused
+
+
 def read_train_log(path: str) -> TrainLog:
     """The stopping record of a fairseq-train log (OSError when it cannot be read)."""
     text = read_text(path)
@@ -123,10 +172,7 @@ def read_train_log(path: str) -> TrainLog:
     updates = UPDATES.findall(text)
     done = list(DONE.finditer(text))
     stop = last_stop(text, done)
-    minutes = sum(float(m.group(1)) for m in done) / 60 if done else None
-    if stop == "unfinished":
-        span = clock_minutes(text[done[-1].end():] if done else text)
-        minutes = None if minutes is None and span is None else (minutes or 0.0) + (span or 0.0)
+    minutes, paused = session_minutes(text)
     patience = PATIENCE.findall(text)
     patience = int(patience[-1]) if patience else None
     metrics = METRIC.findall(text)
@@ -143,4 +189,4 @@ def read_train_log(path: str) -> TrainLog:
     bleus = [v["bleu"] for v in valid if "bleu" in v]
     return TrainLog(path, stop, int(updates[-1]) if updates else None, min(losses) if losses else None, best_update,
                     max(bleus) if bleus else None, len(valid), improving_at_end(valid), patience, gain,
-                    None if minutes is None else round(minutes, 2), metric)
+                    None if minutes is None else round(minutes, 2), metric, round(paused, 2))
