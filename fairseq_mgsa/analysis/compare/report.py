@@ -190,7 +190,8 @@ def run_notes(results: dict) -> str:
         return ""
     return stopping_rule(results) + (" From fairseq-train's logs: stopped at: each seed's last update; best valid loss: the lowest "
             "validation loss (fairseq's `loss`, bits), mean over seeds; train min: fairseq's \"done training\" "
-            "time (the log's clock for an unfinished run). Cut by cap: yes where fairseq-train stopped at its cap "
+            "time summed over the log's sessions (the clock of its lines for a session without one), less the "
+            "pauses between its lines (a stopped process). Cut by cap: yes where fairseq-train stopped at its cap "
             "(--max-update, --max-epoch or --stop-time-hours) while its last validation was still its best: more "
             "training would likely change the result; no where --patience stopped it (early stop), its validation "
             "had stopped improving, or it did not finish.")
