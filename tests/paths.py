@@ -2,6 +2,7 @@
 a subprocess imports this checkout's packages."""
 
 import atexit
+import importlib.util
 import os
 import re
 import shutil
@@ -10,6 +11,14 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLES = os.path.join(ROOT, "examples")
+
+
+def load_script(path: str, name: str):
+    """A script that is not in a package (an example's), imported in this process as module `name`."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 _SHIM = []

@@ -2,14 +2,13 @@
 (an empty field) is left out rather than scored as an empty reference, and with no field missing the
 figures are sacrebleu's own command line's with one file per reference."""
 
-import importlib.util
 import json
 import os
 import subprocess
 
 import pytest
 
-from tests.paths import EXAMPLES
+from tests.paths import EXAMPLES, load_script
 
 SCRIPT = os.path.join(EXAMPLES, "tatoeba_zh_en", "score_refs.py")
 
@@ -17,10 +16,7 @@ SCRIPT = os.path.join(EXAMPLES, "tatoeba_zh_en", "score_refs.py")
 @pytest.fixture(scope="module")
 def score_refs():
     # in this process: the script imports fairseq_mgsa's reference reading (and so fairseq) once
-    spec = importlib.util.spec_from_file_location("tatoeba_score_refs", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT, "tatoeba_score_refs")
 
 
 @pytest.fixture

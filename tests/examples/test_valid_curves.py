@@ -2,22 +2,18 @@
 stopped, how (the rule or the cap), and how flat its stopping score (BLEU or loss) was there; a
 folder without a train.log is one line naming it."""
 
-import importlib.util
 import os
 
 import pytest
 
-from tests.paths import EXAMPLES
+from tests.paths import EXAMPLES, load_script
 
 SCRIPT = os.path.join(EXAMPLES, "common", "valid_curves.py")
 
 
 @pytest.fixture(scope="module")
 def curves():
-    spec = importlib.util.spec_from_file_location("valid_curves", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT, "valid_curves")
 
 
 def write_run(folder, bleus, patience, stopped_early, losses=None):
