@@ -22,6 +22,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import zipfile
 
 import pytest
@@ -29,6 +30,7 @@ import pytest
 from mgsa_preprocess.synthetic import write_corpus
 
 from tests.end_to_end.recipe_runs import EXAMPLES, TINY_MODEL, bash, count_lines, recipe_env  # noqa: E402
+from tests.paths import ROOT as ROOT_DIR
 
 # whole pipelines or every system's commands, a minute or more: `make test-long` (CI runs it)
 pytestmark = pytest.mark.long
@@ -44,6 +46,11 @@ TREEBANK_FILES, TREES_PER_FILE = 6, 20   # 120 trees: 80 train, 20 dev, 20 test
 TINY_PARSER = "--tagger-steps 20 --parser-epochs 2 --hidden-size 16 --wordvec-dim 8 --wordvec-epochs 1"
 SYSTEMS = ["transformer", "mgsa_syntactic"]
 PATIENCE, VALID_INTERVAL, MAX_UPDATE = 2, 2, 6
+
+
+def bash_args(script, env, *args):
+    return subprocess.run(["bash", script, *map(str, args)], env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True)
 
 
 def mirror(tmp_path):
@@ -369,3 +376,28 @@ def test_a_failure_mark_of_an_earlier_invocation_does_not_count(run, tmp_path):
     assert f"06_train.transformer.{MAX_UPDATE + VALID_INTERVAL}: done" in proc.stdout
     table = proc.stdout.split("== ")[-1]
     assert "run: transformer (system transformer, seed 1)" in table and "against the baseline" in table
+
+
+def test_gpu_converge_gives_the_recipes_run_and_keeps_what_a_cut_leaves(run, tmp_path):
+    """scripts/gpu_converge.sh on the recipe's data (the CPU preset's settings here): a run it
+    trains, decodes and scores is the recipe's own, hypothesis for hypothesis; one the limit cuts
+    is said to be cut, its training log packed, and the command exits 3."""
+    script = os.path.join(ROOT_DIR, "scripts", "gpu_converge.sh")
+    prepared = tmp_path / "lease"
+    env = dict(run["env"], PRESET="cpu", TMPDIR=str(tmp_path))
+    assert bash_args(script, env, "prepare", "multi30k_en_de", run["work"], prepared).returncode == 0
+    done = bash_args(script, env, "run", "multi30k_en_de", prepared, tmp_path / "out", "--runs", "transformer:1")
+    assert done.returncode == 0, done.stdout[-3000:]
+    with tarfile.open(tmp_path / "out" / "runs.tgz") as tar:
+        hyp = tar.extractfile("runs/transformer_seed1/hyp.detok").read().decode()
+        names = set(tar.getnames())
+    assert hyp == (run["work"] / "results" / "transformer" / "hyp.detok").read_text()
+    assert {f"runs/transformer_seed1/{f}" for f in ("train.log", "stopping.txt", "bleu.txt", "run.log")} <= names
+    line = (tmp_path / "out" / "summary.txt").read_text()
+    assert re.match(r"transformer_seed1: finished; detokenized sacreBLEU \d+\.\d\d; .*update 6, ", line), line
+    cut = bash_args(script, env, "run", "multi30k_en_de", prepared, tmp_path / "cut", "--runs", "hysan:1",
+                    "--limit", "8")
+    assert cut.returncode == 3, cut.stdout[-3000:]
+    assert (tmp_path / "cut" / "summary.txt").read_text().startswith("hysan_seed1: cut by the limit of 8 s;")
+    with tarfile.open(tmp_path / "cut" / "runs.tgz") as tar:
+        assert "runs/hysan_seed1/run.log" in tar.getnames()
