@@ -154,7 +154,9 @@ run_all() {
     if [ "$left" -le 0 ]; then
       echo "$name: not started (the limit had passed)" >> "$OUT/summary.txt"; cut=1; continue
     fi
-    # timeout signals its whole process group: the steps and fairseq under them stop too
+    # timeout signals its whole process group: the steps and fairseq under them stop too; the
+    # steps' paths are the inner shell's arguments, not expanded here
+    # shellcheck disable=SC2016
     ( cd "$WORK" && SYSTEM=${r%%:*} SEED=${r##*:} RUN_NAME=$name timeout -k 15 "$left" bash -c \
         'bash "$1/06_train.sh" && bash "$1/07_generate.sh" && bash "$1/08_score.sh"' _ "$RECIPE_DIR" \
         > "$WORK/logs/$name.log" 2>&1
