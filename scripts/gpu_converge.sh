@@ -69,10 +69,9 @@ prepare() {
   local work=$2 dest=${3:-$ROOT/lease/$1}
   check_prepared "$work"
   [ ! -e "$dest" ] || die "$dest exists: remove it or name another DEST"
-  mkdir -p "$dest/raw" "$dest/tok"
-  cp -r "$work/data-bin" "$dest/"
-  cp "$work"/raw/test.* "$dest/raw/"
-  cp "$work"/tok/test.* "$dest/tok/"
+  # without set -e: a copy that fails (a full disk) must stop here, not leave a lease that looks whole
+  { mkdir -p "$dest/raw" "$dest/tok" && cp -r "$work/data-bin" "$dest/" && cp "$work"/raw/test.* "$dest/raw/" \
+      && cp "$work"/tok/test.* "$dest/tok/"; } || { echo "gpu_converge.sh: error: copying into $dest failed" >&2; exit 1; }
   echo "prepared $dest from $work: $(du -sh "$dest" | cut -f1)"
 }
 
@@ -146,7 +145,7 @@ run_all() {
   echo "$(date -u +%T) ${#names[@]} runs of $recipe ($PRESET preset), $jobs at a time, killed after $limit s; work in $WORK" \
     | tee -a "$OUT/converge.log"
 
-  local i=0 name left rc failed=0 cut=0
+  local i=0 name left failed=0 cut=0
   for r in $runs; do
     name=${names[$i]}; i=$((i + 1))
     while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
