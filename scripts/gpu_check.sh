@@ -124,10 +124,10 @@ else
   # every batch warmed first, then rounds over the 16 timed batches until each speed ratio's 95%
   # interval is within +-3% of it (at most 8 rounds: 128 paired updates a system)
   BENCH=(--arch-size base --updates 16 --warmup 3 --own-updates 3 --max-tokens 4096 --rounds 8 --ci-target 0.03
-         --systems transformer,mgsa_ngram,mgsa_syntactic,hysan,pba_heterogeneous_convkv)
+         --systems "transformer,mgsa_ngram,mgsa_syntactic,hysan,pba_heterogeneous_convkv")
   # three systems: the Transformer, syntactic MG-SA and HySAN
   BENCH_BIG=(--arch-size big --updates 6 --warmup 2 --own-updates 1 --max-tokens 16384
-             --systems transformer,mgsa_syntactic,hysan)
+             --systems "transformer,mgsa_syntactic,hysan")
 fi
 for l in "${LIMITS[@]}"; do LIMIT[${l%%=*}]=${l#*=}; done
 RUN=() TOTAL=0 EXPECTED=() EXPECTED_TOTAL=0
@@ -139,11 +139,13 @@ for p in "${PHASES[@]}"; do
     EXPECTED_TOTAL=$((EXPECTED_TOTAL + EXPECT[$p]))
   fi
 done
-PLAN_LINE="[gpu-check] phases and time limits: $(IFS=,; echo "${RUN[*]}" | sed 's/,/, /g'); at most $TOTAL s in all"
+# "a, b, c": the items joined for one line of the plan
+join_items() { local out; out=$(printf '%s, ' "$@"); echo "${out%, }"; }
+PLAN_LINE="[gpu-check] phases and time limits: $(join_items "${RUN[@]}"); at most $TOTAL s in all"
 if [ "$PLAN" = 1 ]; then
   echo "$PLAN_LINE"
   [ "$DRY" = 0 ] && echo "[gpu-check] expected on an H100 or H200 (measured on an H200, docs/gpu.md; variants" \
-    "scaled to its 60 updates, bench_big not yet measured): $(IFS=,; echo "${EXPECTED[*]}" | sed 's/,/, /g');" \
+    "scaled to its 60 updates, bench_big not yet measured): $(join_items "${EXPECTED[@]}");" \
     "about $EXPECTED_TOTAL s in all"
   exit 0
 fi

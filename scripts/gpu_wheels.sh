@@ -48,4 +48,4 @@ done
 echo "[gpu-wheels] building the project's wheel"
 "$PY" -m pip wheel --quiet --no-deps --wheel-dir "$DEST" .
 ls -1 "$DEST"
-echo "[gpu-wheels] $(du -sh "$DEST" | cut -f1) in $DEST/ ($(ls "$DEST" | wc -l) wheels)"
+echo "[gpu-wheels] $(du -sh "$DEST" | cut -f1) in $DEST/ ($(find "$DEST" -maxdepth 1 -name '*.whl' | wc -l) wheels)"

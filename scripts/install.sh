@@ -30,12 +30,18 @@ on FLOAT || true
 on EDITABLE || true
 
 pyver=$("$PY" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+# "3.10,3.12": the Pythons a lock file was made for
+tested_pythons() {
+  local f out=
+  for f in requirements/lock-py*.txt; do f=${f#requirements/lock-py}; out+=${out:+,}${f%.txt}; done
+  echo "$out"
+}
 lock=requirements/lock-py${pyver}.txt
 if on FLOAT; then
   echo "[install] FLOAT=1: not using the lock file; the newest versions setup.py allows"
   lock=
 elif [ ! -f "$lock" ]; then
-  echo "[install] no lock file for Python ${pyver} (tested: $(ls requirements | sed -n 's/^lock-py\(.*\)\.txt$/\1/p' | paste -sd, -)): the newest versions setup.py allows"
+  echo "[install] no lock file for Python ${pyver} (tested: $(tested_pythons)): the newest versions setup.py allows"
   lock=
 fi
 lock_torch=$([ -n "$lock" ] && sed -n 's/^torch==//p' "$lock" || true)

