@@ -164,8 +164,8 @@ def notes(results: dict) -> str:
             f"{1 / (results['bootstrap_samples'] + 1):.4f}) on all seed pairs pooled, and on each seed pair (seed i "
             f"with the baseline's seed i). A system is ahead or behind only where p < {results['alpha']} and the "
             f"difference of the means exceeds the two seed sds added; a system with one seed against several (or "
-            f"the other way) only where that seed's BLEU lies outside the other's seed range, whatever the one "
-            f"pair's p; with one seed on both sides the verdict rests on p alone and says so. Exact match: hypotheses equal to "
+            f"the other way) only where p < {results['alpha']} and that seed's BLEU lies outside the other's seed range "
+            f"(inside it, however small the pair's p); with one seed on both sides the verdict rests on p alone and says so. Exact match: hypotheses equal to "
             f"{'one of the references' if results.get('n_refs', 1) > 1 else 'the reference'}"
             f"{' but for case (--lowercase, as BLEU and chrF)' if results.get('lowercase') else ''}. Speeds are relative to the baseline (fairseq-train's updates "
             f"per wall-clock second, fairseq-generate's sentences/s)." + unequal_notes(results) + run_notes(results))
