@@ -30,7 +30,7 @@ on FLOAT || true
 on EDITABLE || true
 
 pyver=$("$PY" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
-# "3.10,3.12": the Pythons a lock file was made for
+# "3.11,3.12": the Pythons a lock file was made for
 tested_pythons() {
   local f out=
   for f in requirements/lock-py*.txt; do f=${f#requirements/lock-py}; out+=${out:+,}${f%.txt}; done
